@@ -1,0 +1,33 @@
+"""sva_linearizer: exact, singularity-free linearization (A, B) of whole-body robot dynamics.
+
+Algorithms of M.P. Bos, "Efficient Geometric Sensitivity Analysis of Moving-Base Multibody
+Dynamics" (TU/e 2019): EIDAmb and its left-trivialized derivatives, IMMA / IMMAmb, ABAmb, CRBAmb.
+"""
+from .algorithms import (
+    extended_inverse_dynamics,
+    extended_inverse_dynamics_derivatives,
+    forward_dynamics,
+    inverse_mass_matrix,
+    mass_matrix,
+    rneamb,
+)
+from .joints import Joint
+from .linearize import Linearization, linearize, linearize_batch
+from .model import Inertia, Model
+from .state import State
+
+__version__ = "0.1.0"
+
+
+def load_urdf(path_or_xml, floating_base=True, gravity=(0.0, 0.0, -9.81)):
+    """Build a Model from a URDF file path or XML string (see sva_linearizer.urdf)."""
+    from .urdf import load_urdf as _load
+
+    return _load(path_or_xml, floating_base=floating_base, gravity=gravity)
+
+
+__all__ = [
+    "Inertia", "Joint", "Linearization", "Model", "State", "extended_inverse_dynamics",
+    "extended_inverse_dynamics_derivatives", "forward_dynamics", "inverse_mass_matrix",
+    "linearize", "linearize_batch", "load_urdf", "mass_matrix", "rneamb", "__version__",
+]

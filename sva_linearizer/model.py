@@ -1,0 +1,250 @@
+"""The kinematic tree: a base body and 1-DoF joints, each joint owning the body it moves.
+
+Bodies are stored parents-before-children (add_body requires the parent to exist), which is the
+joint order of the model (`model.joint_names`). The algorithms work on flat arrays compiled from the
+tree (`Model.arrays()`); see :mod:`sva_linearizer.kernels`.
+"""
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from .joints import CUSTOM, Joint
+from .spatial import inertia_params, placement_to_xform, spatial_inertia
+
+
+@dataclass
+class Inertia:
+    """Rigid-body inertia: mass, centre of mass (body frame), rotational inertia about the COM."""
+
+    mass: float
+    com: tuple = (0.0, 0.0, 0.0)
+    I_com: object = None
+
+    def matrix(self):
+        I_com = np.zeros((3, 3)) if self.I_com is None else np.asarray(self.I_com, dtype=float)
+        return spatial_inertia(float(self.mass), np.asarray(self.com, dtype=float), I_com)
+
+
+@dataclass
+class Body:
+    name: str
+    parent: int            # index of the parent body, -1 for the base (root) body
+    joint: Joint
+    placement_R: np.ndarray  # joint frame orientation in the parent body frame
+    placement_p: np.ndarray  # joint frame origin in the parent body frame
+    inertia: np.ndarray      # 6x6 about the body origin, linear-angular
+
+
+@dataclass
+class ModelArrays:
+    """Flat arrays the kernels take (built once per model change)."""
+
+    parent: np.ndarray   # (N,) int64, -1 = base
+    Xtree: np.ndarray    # (N,6,6) ^{lambda(i)|i}X_{lambda(i)}
+    inertia: np.ndarray  # (N,6,6)
+    base_inertia: np.ndarray  # (6,6)
+    jtype: np.ndarray    # (N,) int64
+    jaxis: np.ndarray    # (N,3)
+    jpitch: np.ndarray   # (N,)
+    custom: tuple        # indices of custom joints
+    a_grav: np.ndarray   # (3,) world-frame -gravity (the "base accelerates upwards" trick)
+    floating: bool
+
+
+def _as_inertia_matrix(inertia, what):
+    if isinstance(inertia, Inertia):
+        M = inertia.matrix()
+    elif inertia is None:
+        M = np.zeros((6, 6))
+    else:
+        M = np.asarray(inertia, dtype=float)
+        if M.shape != (6, 6):
+            raise ValueError(f"{what}: inertia must be a 6x6 matrix or an sl.Inertia, got shape {M.shape}")
+    if not np.all(np.isfinite(M)):
+        raise ValueError(f"{what}: inertia has NaN or infinite entries")
+    scale = max(1.0, float(np.max(np.abs(M))))
+    if np.max(np.abs(M - M.T)) > 1e-9 * scale:
+        raise ValueError(f"{what}: inertia matrix is not symmetric")
+    ev = np.linalg.eigvalsh(0.5 * (M + M.T))
+    if ev[0] < -1e-9 * scale:
+        raise ValueError(f"{what}: inertia is not positive (semi-)definite (smallest eigenvalue {ev[0]:.3g})")
+    M = 0.5 * (M + M.T)
+    _warn_if_inconsistent(M, what)
+    return M
+
+
+def _warn_if_inconsistent(M, what):
+    """Warn when a 6x6 matrix is not the spatial inertia of a rigid body (mass*1, skew coupling,
+    rotational inertia obeying the triangle inequality)."""
+    m = M[0, 0]
+    scale = max(1.0, float(np.max(np.abs(M))))
+    tol = 1e-8 * scale
+    ok = np.allclose(M[0:3, 0:3], m * np.eye(3), atol=tol) and np.allclose(M[3:6, 0:3], -M[3:6, 0:3].T, atol=tol)
+    if ok and m > 0:
+        _, _, Ic = inertia_params(M)
+        ev = np.linalg.eigvalsh(0.5 * (Ic + Ic.T))
+        ok = ev[0] >= -tol and ev[0] + ev[1] >= ev[2] - 1e-6 * max(ev[2], 1e-12) - tol
+    elif ok and m == 0:
+        ok = np.allclose(M, 0.0, atol=tol)
+    if not ok:
+        warnings.warn(f"{what}: the 6x6 inertia is not physically consistent for a rigid body "
+                      "(accepted as given)", stacklevel=4)
+
+
+class Model:
+    """A kinematic tree with a fixed or a floating (SE(3)) base.
+
+    >>> m = Model(floating_base=True)
+    >>> m.set_base_inertia(Inertia(5.0, (0, 0, 0), np.eye(3) * 0.1))
+    >>> m.add_body("hip", None, Joint.revolute((1, 0, 0)), placement=(np.eye(3), (0.2, 0.1, 0)),
+    ...            inertia=Inertia(1.0, (0, 0, -0.1), np.eye(3) * 0.01))
+    'hip'
+    """
+
+    def __init__(self, floating_base=True, gravity=(0.0, 0.0, -9.81), name="robot"):
+        g = np.asarray(gravity, dtype=float).reshape(-1)
+        if g.shape != (3,) or not np.all(np.isfinite(g)):
+            raise ValueError(f"gravity must be 3 finite numbers, got {gravity!r}")
+        self.name = name
+        self.floating_base = bool(floating_base)
+        self.gravity = g
+        self.base_name = "base"
+        self.base_inertia = np.zeros((6, 6))
+        self.bodies: list[Body] = []
+        self._index: dict[str, int] = {}
+        self._arrays = None
+        self._validated = False
+        self._cache = {}
+
+    # -- building -----------------------------------------------------------------------------
+    def set_base_inertia(self, inertia):
+        """Inertia of the base (root) body about its origin (6x6 linear-angular, or sl.Inertia)."""
+        self.base_inertia = _as_inertia_matrix(inertia, f"base body '{self.base_name}'")
+        self._changed()
+
+    def add_body(self, name, parent, joint, placement=None, inertia=None):
+        """Add a body moved by `joint` relative to `parent` (a body name, or None for the base).
+
+        placement = (R, p): pose of the joint frame in the parent body frame (URDF <origin>).
+        Returns the body's name, which is also its joint's name."""
+        name = str(name)
+        if not name:
+            raise ValueError("body name must be a non-empty string")
+        if name in self._index or name == self.base_name:
+            raise ValueError(f"body '{name}' is already in the model")
+        if not isinstance(joint, Joint):
+            raise ValueError(f"body '{name}': joint must be an sl.Joint, got {type(joint).__name__}")
+        if parent is None or parent == self.base_name:
+            pidx = -1
+        elif parent in self._index:
+            pidx = self._index[parent]
+        else:
+            raise ValueError(f"body '{name}': parent body '{parent}' is not in the model (add parents first)")
+        if placement is None:
+            R, p = np.eye(3), np.zeros(3)
+        else:
+            R, p = placement
+            R = np.asarray(R, dtype=float)
+            p = np.asarray(p, dtype=float).reshape(-1)
+            if R.shape != (3, 3) or p.shape != (3,) or not (np.all(np.isfinite(R)) and np.all(np.isfinite(p))):
+                raise ValueError(f"body '{name}': placement must be (3x3 rotation, 3-vector) of finite numbers")
+            if np.max(np.abs(R @ R.T - np.eye(3))) > 1e-6 or np.linalg.det(R) < 0:
+                raise ValueError(f"body '{name}': placement rotation is not a rotation matrix")
+        M = _as_inertia_matrix(inertia, f"body '{name}'")
+        self._index[name] = len(self.bodies)
+        self.bodies.append(Body(name, pidx, joint, R, p, M))
+        self._changed()
+        return name
+
+    def _changed(self):
+        self._arrays = None
+        self._validated = False
+        self._cache = {}
+
+    # -- queries ------------------------------------------------------------------------------
+    @property
+    def joint_names(self):
+        return [b.name for b in self.bodies]
+
+    @property
+    def nj(self):
+        return len(self.bodies)
+
+    @property
+    def nv(self):
+        return self.nj + (6 if self.floating_base else 0)
+
+    @property
+    def nq(self):
+        return self.nj + (7 if self.floating_base else 0)
+
+    def joint_index(self, name):
+        try:
+            return self._index[name]
+        except KeyError:
+            raise ValueError(f"unknown joint name '{name}' (model '{self.name}' has: "
+                             f"{', '.join(self.joint_names)})") from None
+
+    def parent_name(self, name):
+        p = self.bodies[self.joint_index(name)].parent
+        return self.base_name if p < 0 else self.bodies[p].name
+
+    def total_mass(self):
+        return float(self.base_inertia[0, 0] + sum(b.inertia[0, 0] for b in self.bodies))
+
+    def __repr__(self):
+        kind = "floating" if self.floating_base else "fixed"
+        return f"<sva_linearizer.Model '{self.name}': {kind} base, nj={self.nj}, nv={self.nv}>"
+
+    # -- compiled form ------------------------------------------------------------------------
+    def arrays(self) -> ModelArrays:
+        if self._arrays is None:
+            N = self.nj
+            parent = np.array([b.parent for b in self.bodies], dtype=np.int64)
+            Xtree = np.zeros((N, 6, 6))
+            inertia = np.zeros((N, 6, 6))
+            jtype = np.zeros(N, dtype=np.int64)
+            jaxis = np.zeros((N, 3))
+            jpitch = np.zeros(N)
+            custom = []
+            for i, b in enumerate(self.bodies):
+                Xtree[i] = placement_to_xform(b.placement_R, b.placement_p)
+                inertia[i] = b.inertia
+                jtype[i] = b.joint.kind
+                jaxis[i] = b.joint.axis
+                jpitch[i] = b.joint.pitch
+                if b.joint.kind == CUSTOM:
+                    custom.append(i)
+            self._arrays = ModelArrays(parent, Xtree, inertia, self.base_inertia.copy(), jtype, jaxis,
+                                       jpitch, tuple(custom), -self.gravity.copy(), self.floating_base)
+        if not self._validated:
+            self._validated = True  # set first: validate() itself calls the kernels
+            try:
+                self.validate()
+            except Exception:
+                self._validated = False
+                raise
+        return self._arrays
+
+    def validate(self):
+        """Raise ValueError naming the joint (or the base) whose subtree makes M singular."""
+        from . import algorithms  # local import: algorithms imports model
+
+        if self.nj == 0 and not self.floating_base:
+            raise ValueError(f"model '{self.name}' has no joints and a fixed base: nothing moves")
+        rng = np.random.default_rng(0)
+        for s in (np.zeros(self.nj), rng.uniform(-1.0, 1.0, self.nj)):
+            D, base_ev = algorithms.articulated_pivots(self, s)
+            scale = max(1e-300, self.total_mass())
+            for i in range(self.nj):
+                if not D[i] > 1e-12 * max(1.0, scale):
+                    raise ValueError(
+                        f"joint '{self.bodies[i].name}': the bodies it moves have no mass or inertia along "
+                        f"its motion, so the mass matrix is singular (massless subtree)")
+            if self.floating_base and not base_ev > 1e-12 * max(1.0, scale):
+                raise ValueError(
+                    f"floating base '{self.base_name}': the base and the bodies rigidly attached to it have "
+                    "no mass or inertia in some direction, so the mass matrix is singular")
