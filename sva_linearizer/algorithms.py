@@ -96,7 +96,7 @@ def _kinematics(model, state):
 
 
 def articulated_pivots(model, s):
-    """(D_k for every joint, smallest eigenvalue of the base's articulated inertia) at positions s."""
+    """(D_k for every joint, smallest |eigenvalue| of the base's articulated inertia) at positions s."""
     arr = model.arrays()
     ws = workspace(model)
     st = State(model, s=s)
@@ -105,7 +105,7 @@ def articulated_pivots(model, s):
         ws.XJ[j + 1], ws.S[j + 1] = model.bodies[j].joint.jcalc(st.s[j])
     K.tree_transforms(ws.Xtree, ws.XJ, ws.dXJ, ws.Xup, ws.dXup)
     K.articulated_pivots(ws.lam, ws.Xup, ws.S, ws.I, ws.IA, ws.Dd)
-    base_ev = float(np.linalg.eigvalsh(ws.IA[0])[0]) if model.floating_base else np.inf
+    base_ev = float(np.min(np.abs(np.linalg.eigvalsh(ws.IA[0])))) if model.floating_base else np.inf
     return ws.Dd[1:].copy(), base_ev
 
 
