@@ -109,6 +109,15 @@ def articulated_pivots(model, s):
     return ws.Dd[1:].copy(), base_ev
 
 
+def _check_pivots(model, ws):
+    """After ABA/IMMA: M is singular at this configuration if a pivot D_k vanishes."""
+    D = np.abs(ws.Dd[1:])
+    if D.size and not D.min() > 1e-12 * D.max():
+        j = int(np.argmin(D))
+        raise ValueError(f"the mass matrix is singular at this configuration: joint "
+                         f"'{model.joint_names[j]}' moves no mass or inertia here")
+
+
 def forward_dynamics(model, state, tau):
     """ABAmb / ABA: nu_dot = [v_dot (body frame, 6); r_ddot] (floating) or r_ddot (fixed)."""
     tau = as_vector("tau", tau, model.nj)
@@ -116,6 +125,7 @@ def forward_dynamics(model, state, tau):
     ws.a[0] = ws.g0
     K.abamb(ws.lam, ws.Xup, ws.S, ws.I, state.r, tau, model.floating_base, ws.v, ws.c, ws.IA,
             ws.pA, ws.U, ws.Dd, ws.u, ws.a, ws.rdd)
+    _check_pivots(model, ws)
     if model.floating_base:
         return np.concatenate([ws.a[0] - ws.g0, ws.rdd])  # remove the gravity term a_0^r
     return ws.rdd.copy()

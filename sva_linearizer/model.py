@@ -233,21 +233,30 @@ class Model:
         return self._arrays
 
     def validate(self):
-        """Raise ValueError naming the joint (or the base) whose subtree makes M singular."""
+        """Raise ValueError naming the joint (or the base) whose subtree makes M singular.
+
+        A massless subtree makes M singular at every configuration; M can also be singular at
+        isolated configurations (e.g. point masses on a joint axis), which the algorithms report
+        when they meet one. So a joint is rejected only if its pivot vanishes at two random
+        configurations."""
         from . import algorithms  # local import: algorithms imports model
 
         if self.nj == 0 and not self.floating_base:
             raise ValueError(f"model '{self.name}' has no joints and a fixed base: nothing moves")
         rng = np.random.default_rng(0)
-        for s in (np.zeros(self.nj), rng.uniform(-1.0, 1.0, self.nj)):
-            D, base_ev = algorithms.articulated_pivots(self, s)
-            scale = max(1e-300, self.total_mass())
-            for i in range(self.nj):
-                if not abs(D[i]) > 1e-12 * max(1.0, scale):
-                    raise ValueError(
-                        f"joint '{self.bodies[i].name}': the bodies it moves have no mass or inertia along "
-                        f"its motion, so the mass matrix is singular (massless subtree)")
-            if self.floating_base and not abs(base_ev) > 1e-12 * max(1.0, scale):
-                raise ValueError(
-                    f"floating base '{self.base_name}': the base and the bodies rigidly attached to it have "
-                    "no mass or inertia in some direction, so the mass matrix is singular")
+        scale = max(1.0, self.total_mass())
+        bad_joints, bad_base = None, True
+        for _ in range(2):
+            D, base_ev = algorithms.articulated_pivots(self, rng.uniform(-1.0, 1.0, self.nj))
+            bad = {i for i in range(self.nj) if not abs(D[i]) > 1e-12 * scale}
+            bad_joints = bad if bad_joints is None else bad_joints & bad
+            bad_base = bad_base and self.floating_base and not abs(base_ev) > 1e-12 * scale
+        if bad_joints:
+            i = min(bad_joints)
+            raise ValueError(
+                f"joint '{self.bodies[i].name}': the bodies it moves have no mass or inertia along its "
+                "motion, so the mass matrix is singular (massless subtree)")
+        if bad_base:
+            raise ValueError(
+                f"floating base '{self.base_name}': the base and the bodies rigidly attached to it have "
+                "no mass or inertia in some direction, so the mass matrix is singular")
