@@ -1,0 +1,109 @@
+"""Bad input gets a ValueError that names the problem."""
+import numpy as np
+import pytest
+
+import sva_linearizer as sl
+from sva_linearizer.cli import main as cli_main
+from sva_linearizer.robots import load_robot
+
+
+@pytest.fixture(scope="module")
+def quad():
+    return load_robot("quadruped")
+
+
+def flat_state(model):
+    q = np.zeros(model.nq)
+    q[6] = 1.0
+    return q, np.zeros(model.nv)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_non_finite_state_and_torque(quad, bad):
+    q, v = flat_state(quad)
+    q2 = q.copy()
+    q2[9] = bad
+    with pytest.raises(ValueError, match=r"q: entry 9 is .*(NaN or infinite)"):
+        sl.State.from_vectors(quad, q2, v)
+    v2 = v.copy()
+    v2[2] = bad
+    with pytest.raises(ValueError, match=r"v: entry 2"):
+        sl.State.from_vectors(quad, q, v2)
+    st = sl.State.from_vectors(quad, q, v)
+    tau = np.zeros(quad.nj)
+    tau[0] = bad
+    with pytest.raises(ValueError, match=r"tau: entry 0"):
+        sl.linearize(quad, st, tau)
+    with pytest.raises(ValueError, match=r"nu_dot: entry"):
+        sl.extended_inverse_dynamics(quad, st, np.full(quad.nv, bad))
+
+
+def test_wrong_sizes(quad):
+    q, v = flat_state(quad)
+    with pytest.raises(ValueError, match=rf"q: expected a vector of size {quad.nq}"):
+        sl.State.from_vectors(quad, q[:-1], v)
+    with pytest.raises(ValueError, match=rf"v: expected a vector of size {quad.nv}"):
+        sl.State.from_vectors(quad, q, np.zeros(quad.nv + 2))
+    st = sl.State.from_vectors(quad, q, v)
+    with pytest.raises(ValueError, match=rf"tau: expected a vector of size {quad.nj}"):
+        sl.linearize(quad, st, np.zeros(3))
+    with pytest.raises(ValueError, match="linearize_batch: q, v, tau must be 2-D"):
+        sl.linearize_batch(quad, q, v, np.zeros(quad.nj))
+    with pytest.raises(ValueError, match="state was built for another model"):
+        sl.linearize(load_robot("quadruped", floating_base=False), st, np.zeros(quad.nj))
+
+
+def test_quaternion_normalised_within_tolerance_rejected_beyond(quad):
+    q, v = flat_state(quad)
+    q[3:7] = [0.1, 0.2, 0.3, 0.9]
+    q[3:7] /= np.linalg.norm(q[3:7])
+    ref = sl.State.from_vectors(quad, q, v)
+    q_near = q.copy()
+    q_near[3:7] *= 1 + 5e-7  # within 1e-6: normalised silently
+    st = sl.State.from_vectors(quad, q_near, v)
+    np.testing.assert_allclose(st.R, ref.R, atol=1e-12)
+    q_far = q.copy()
+    q_far[3:7] *= 1.01
+    with pytest.raises(ValueError, match=r"quaternion.*norm 1.01 is not 1"):
+        sl.State.from_vectors(quad, q_far, v)
+    q_zero = q.copy()
+    q_zero[3:7] = 0.0
+    with pytest.raises(ValueError, match="norm 0 is not 1"):
+        sl.State.from_vectors(quad, q_zero, v)
+
+
+def test_unknown_robot_name():
+    with pytest.raises(ValueError, match="unknown robot 'no_such_robot'.*solo12"):
+        load_robot("no_such_robot")
+
+
+def test_cli_reports_bad_input(capsys):
+    assert cli_main(["linearize", "--robot", "no_such_robot"]) == 2
+    assert "unknown robot 'no_such_robot'" in capsys.readouterr().err
+    assert cli_main(["linearize", "--tau", "1 2 nan"]) == 2
+    assert "tau" in capsys.readouterr().err
+    assert cli_main(["linearize", "--q", "1 2 x"]) == 2
+    assert "--q" in capsys.readouterr().err
+
+
+def test_model_building_errors():
+    m = sl.Model()
+    with pytest.raises(ValueError, match="parent body 'nope' is not in the model"):
+        m.add_body("a", "nope", sl.Joint.revolute())
+    with pytest.raises(ValueError, match="joint axis must be non-zero"):
+        sl.Joint.revolute((0, 0, 0))
+    with pytest.raises(ValueError, match="inertia has NaN"):
+        m.add_body("a", None, sl.Joint.revolute(), inertia=np.full((6, 6), np.nan))
+    with pytest.raises(ValueError, match="not symmetric"):
+        m.add_body("a", None, sl.Joint.revolute(), inertia=np.triu(np.ones((6, 6))))
+    m.set_base_inertia(sl.Inertia(1.0, (0, 0, 0), np.eye(3) * 0.01))
+    m.add_body("a", None, sl.Joint.revolute(), inertia=sl.Inertia(1.0, (0, 0, 0.1), np.eye(3) * 0.01))
+    with pytest.raises(ValueError, match="already in the model"):
+        m.add_body("a", None, sl.Joint.revolute())
+    # a massless leaf makes M singular: named
+    m.add_body("massless", "a", sl.Joint.revolute((1, 0, 0)))
+    with pytest.raises(ValueError, match="joint 'massless'.*massless subtree"):
+        sl.linearize(m, sl.State(m), np.zeros(2))
+    with pytest.raises(ValueError, match="base_velocity_frame"):
+        sl.extended_inverse_dynamics_derivatives(load_robot("quadruped"), sl.State(load_robot("quadruped")),
+                                                 np.zeros(18), base_velocity_frame="world")
