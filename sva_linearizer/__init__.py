@@ -19,11 +19,11 @@ from .state import State
 __version__ = "0.1.0"
 
 
-def load_urdf(path_or_xml, floating_base=True, gravity=(0.0, 0.0, -9.81)):
+def load_urdf(path_or_xml, floating_base=True, gravity=(0.0, 0.0, -9.81), validate=True):
     """Build a Model from a URDF file path or XML string (see sva_linearizer.urdf)."""
     from .urdf import load_urdf as _load
 
-    return _load(path_or_xml, floating_base=floating_base, gravity=gravity)
+    return _load(path_or_xml, floating_base=floating_base, gravity=gravity, validate=validate)
 
 
 __all__ = [
