@@ -31,6 +31,7 @@ setup(
     entry_points={
         "console_scripts": [
             "sva-linearizer = sva_linearizer.cli:main",
+            "linearizer_node = sva_linearizer.ros.cli:main_node",
         ],
     },
     zip_safe=True,

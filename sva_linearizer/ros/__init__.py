@@ -1,0 +1,14 @@
+"""ROS 2 interface of sva_linearizer: a node that streams A and B from joint states and odometry.
+
+* :mod:`.node` - the node's logic, written once (model, validation, linearization, publishing);
+* :mod:`.transport` - the transports: rclpy, or plain DDS via the ``cyclonedds`` package;
+* :mod:`.dds_types` - ROS 2 messages as Cyclone DDS IDL structs (ROS 2 CDR on the wire);
+* :mod:`.messages` - stamps, matrices as Float64MultiArray and the A/B pairing scheme;
+* :mod:`.params` - ROS 2 parameter files; :mod:`.cli` - the ``node``/``demo``/``bench-node`` commands;
+* :mod:`.sim`, :mod:`.demo`, :mod:`.bench` - simulated robot, self-contained demo, benchmark.
+
+Nothing here imports rclpy or cyclonedds at import time; each transport imports its own.
+"""
+from .messages import TOPIC_A, TOPIC_B, TOPIC_STAMP, Pair, Pairer
+
+__all__ = ["TOPIC_A", "TOPIC_B", "TOPIC_STAMP", "Pair", "Pairer"]

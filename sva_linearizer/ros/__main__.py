@@ -1,0 +1,6 @@
+"""``python -m sva_linearizer.ros {node,demo,bench-node,sim} ...``"""
+import sys
+
+from .cli import main
+
+sys.exit(main())

@@ -1,0 +1,97 @@
+"""``sva-linearizer bench-node``: the node's sustained output rate and its latency over loopback DDS.
+
+For each robot and input rate, three processes on a private loopback-only DDS domain:
+
+* a publisher (``sim --mode random``): odom + joint_states at the target rate, each stamped with
+  the wall clock just before it is written;
+* the node (``node --transport dds``), exactly as a user runs it;
+* this process: receives linearization/A, /B and /stamp, pairs them, and takes
+  latency = (time the pair is complete here) - (the joint state's stamp).
+
+So the latency is end to end: publisher serialisation, DDS loopback, the node's validation,
+linearization and serialisation of A and B, DDS again, and deserialisation in Python here. The
+output rate is completed pairs per second after a warm-up. When the node is slower than the input
+it drops to the newest joint state (subscription depth 1) rather than queueing.
+"""
+from __future__ import annotations
+
+import os
+import re
+import sys
+import time
+
+import numpy as np
+
+from .demo import Echo, start_process, stop_process
+from .transport import DdsTransport, loopback_config, loopback_env, private_domain_id
+
+
+def bench_case(robot, rate, seconds=10.0, warmup=2.0, case_index=0):
+    """One robot at one input rate -> dict with input_hz, output_hz, p50, p99 (ms), linearize."""
+    domain = private_domain_id(os.getpid() + 17 * (case_index + 1))
+    env = loopback_env(domain)
+    py = sys.executable
+    transport = DdsTransport("sva_linearizer_bench", domain_id=domain, config=loopback_config())
+    recs = []
+    echo = Echo(transport, lambda pair, recv_ns: recs.append((recv_ns, pair.stamp_ns)))
+    node = start_process([py, "-m", "sva_linearizer.ros", "node", "--robot", robot, "--transport", "dds",
+                          "--param", "warn_period=5.0"], env, "", echo=False)
+    pub = None
+    try:
+        if not transport.wait_for_writers(echo.readers[2], 120.0):
+            raise RuntimeError(f"node did not come up: {node.lines[-5:]}")
+        pub = start_process([py, "-m", "sva_linearizer.ros", "sim", "--robot", robot, "--rate", str(rate),
+                             "--seconds", str(seconds + warmup + 1.0), "--mode", "random"], env, "", echo=False)
+        deadline = time.monotonic() + seconds + warmup + 60.0
+        while not recs and time.monotonic() < deadline and pub.poll() is None:
+            transport.spin_once(0.1)
+        if not recs:
+            raise RuntimeError(f"no output; node: {node.lines[-5:]}, publisher: {pub.lines[-5:]}")
+        t_start = time.time_ns() + int(warmup * 1e9)
+        t_end = t_start + int(seconds * 1e9)
+        while time.time_ns() < t_end and pub.poll() is None:
+            transport.spin_once(0.05)
+        t_end = min(t_end, time.time_ns())
+        pub.wait(30)
+    finally:
+        if pub is not None:
+            stop_process(pub)
+        stop_process(node)
+        transport.close()
+    window = [(r, s) for r, s in recs if t_start <= r < t_end]
+    lat = np.array([(r - s) * 1e-6 for r, s in window])
+    sent = re.search(r"\(([\d.]+) Hz, target", "\n".join(pub.lines))
+    mean = re.search(r"mean linearize ([\d.]+ ms)", "\n".join(node.lines))
+    return dict(robot=robot, rate=rate, input_hz=float(sent.group(1)) if sent else float("nan"),
+                output_hz=len(window) / max((t_end - t_start) * 1e-9, 1e-9),
+                p50=float(np.percentile(lat, 50)) if lat.size else float("nan"),
+                p99=float(np.percentile(lat, 99)) if lat.size else float("nan"),
+                linearize=mean.group(1) if mean else "?")
+
+
+def run_bench(robots=("solo12", "g1_29dof"), rates=(500.0, 1000.0), seconds=10.0, out=None) -> int:
+    out = out or sys.stdout
+    from sva_linearizer.robots import load_robot
+
+    print(f"bench-node: publisher, node and receiver in separate processes over loopback DDS; "
+          f"{seconds:g} s per case after a warm-up", file=out, flush=True)
+    header = (f"{'robot':<10} {'nv':>3} {'A':>7} {'target':>7} {'input':>8} {'output':>8} "
+              f"{'lat p50':>8} {'lat p99':>8} {'node linearize':>15}")
+    print(header, file=out, flush=True)
+    code = 0
+    i = 0
+    for robot in robots:
+        nv = load_robot(robot).nv
+        for rate in rates:
+            try:
+                r = bench_case(robot, rate, seconds=seconds, case_index=i)
+            except RuntimeError as e:
+                print(f"{robot:<10} {rate:g} Hz: failed: {e}", file=out, flush=True)
+                code = 1
+                continue
+            finally:
+                i += 1
+            print(f"{robot:<10} {nv:>3} {2 * nv:>3}x{2 * nv:<3} {rate:>5g}Hz {r['input_hz']:>6.0f}Hz "
+                  f"{r['output_hz']:>6.0f}Hz {r['p50']:>6.2f}ms {r['p99']:>6.2f}ms {r['linearize']:>15}",
+                  file=out, flush=True)
+    return code

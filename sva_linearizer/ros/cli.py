@@ -1,0 +1,202 @@
+"""Command line: ``node``, ``demo`` and ``bench-node`` subcommands, and the ``linearizer_node`` script.
+
+The package's main CLI (``sva-linearizer``) registers these through :func:`add_subcommands`;
+``python -m sva_linearizer.ros`` runs them standalone. ``linearizer_node`` (:func:`main_node`) is
+the executable ``ros2 run`` and the launch file start: it takes ``--ros-args`` as any ROS 2 node.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .node import DEFAULT_PARAMETERS, NODE_NAME
+
+
+def _add_node_arguments(p):
+    src = p.add_argument_group("robot model (default: the robot_description topic)")
+    src.add_argument("--urdf", metavar="PATH", help="URDF file (sets the urdf_path parameter)")
+    src.add_argument("--robot", metavar="NAME", help="a known robot, e.g. solo12, anymal_c, ur5, panda, "
+                                                     "quadruped (sets the robot parameter)")
+    p.add_argument("--config", metavar="FILE", help="ROS 2 parameter file, e.g. config/solo12.yaml")
+    base = p.add_mutually_exclusive_group()
+    base.add_argument("--floating-base", dest="floating_base", action="store_const", const=True, default=None,
+                      help="SE(3) base, pose and twist from odom (default for legged robots)")
+    base.add_argument("--fixed-base", dest="floating_base", action="store_const", const=False,
+                      help="fixed base (default for arms)")
+    p.add_argument("--transport", choices=("auto", "rclpy", "dds"), default="auto",
+                   help="rclpy when ROS 2 is importable, else DDS via cyclonedds (default: auto)")
+    p.add_argument("--param", "-P", action="append", default=[], metavar="NAME=VALUE",
+                   help="set a node parameter (repeatable), e.g. --param max_rate=200.0; "
+                        f"parameters: {', '.join(DEFAULT_PARAMETERS)}")
+    p.add_argument("--domain-id", type=int, default=None,
+                   help="DDS transport: domain id (default: ROS_DOMAIN_ID, else 0)")
+    p.add_argument("--namespace", default="", help="node namespace (relative topics are resolved in it)")
+    p.add_argument("--loopback", action="store_true",
+                   help="DDS transport: confine traffic to 127.0.0.1 (no multicast)")
+    p.add_argument("--duration", type=float, default=None, help="exit after this many seconds")
+
+
+def _collect_parameters(args, ros_args):
+    from .params import load_params_file, parse_ros_args, parse_value
+
+    params = {}
+    if args.config:
+        params.update(load_params_file(args.config, NODE_NAME))
+    params.update(parse_ros_args(ros_args, NODE_NAME))
+    for item in args.param:
+        name, sep, value = item.partition("=")
+        if not sep:
+            raise ValueError(f"--param expects NAME=VALUE, got {item!r}")
+        params[name.strip()] = parse_value(value)
+    if args.urdf:
+        params.update(urdf_path=args.urdf, robot="", robot_description="")
+    if args.robot:
+        params.update(robot=args.robot, urdf_path="", robot_description="")
+    if args.floating_base is not None:
+        params["floating_base"] = args.floating_base
+    return params
+
+
+def run_node(args, ros_args=()) -> int:
+    """Build the transport and the node, spin until SIGINT/SIGTERM (or --duration), exit 0."""
+    from .node import LinearizerNode, normalize_parameters
+    from .transport import loopback_config, make_transport, rclpy_available, require_rclpy
+
+    try:
+        params = _collect_parameters(args, list(ros_args))
+        kind = args.transport
+        if kind == "auto":
+            kind = "rclpy" if rclpy_available() else "dds"
+        checked = normalize_parameters(params)  # report a bad parameter before any entity exists
+        overrides = None
+        if kind == "rclpy":
+            require_rclpy()
+            from rclpy.parameter import Parameter
+            overrides = [Parameter(k, value=checked[k]) for k in params if k in checked]
+        transport = make_transport(kind, NODE_NAME, domain_id=args.domain_id,
+                                   config=loopback_config() if args.loopback else None,
+                                   namespace=args.namespace,
+                                   args=["linearizer_node", *ros_args], parameter_overrides=overrides)
+    except (ValueError, RuntimeError, OSError) as e:
+        print(f"sva-linearizer node: {e}", file=sys.stderr)
+        return 2
+    try:
+        if kind == "rclpy":
+            params = transport.get_parameters(DEFAULT_PARAMETERS)
+        node = LinearizerNode(transport, params)
+        transport.logger.info(f"transport {transport.name}; publishing linearization/A, "
+                              "linearization/B and linearization/stamp")
+        transport.spin(args.duration)
+        _log_after_spin(transport, node.summary())
+    except KeyboardInterrupt:  # SIGINT before spinning started (e.g. during the warm-up)
+        pass
+    except ValueError as e:
+        transport.logger.error(str(e))
+        return 2
+    finally:
+        transport.close()
+    return 0
+
+
+def _log_after_spin(transport, text):
+    try:  # rclpy's logging may already be finalised by a signal-triggered shutdown
+        transport.logger.info(text)
+    except Exception:
+        print(text, file=sys.stderr)
+
+
+def _cmd_node(args):
+    return run_node(args, getattr(args, "ros_args", ()))
+
+
+def _reporting_errors(name, fn):
+    """Run fn() -> int; a RuntimeError/ValueError (missing cyclonedds, unknown robot) -> message, 2."""
+    try:
+        return fn()
+    except (RuntimeError, ValueError) as e:
+        print(f"sva-linearizer {name}: {e}", file=sys.stderr)
+        return 2
+
+
+def _cmd_demo(args):
+    from .demo import run_demo
+
+    return _reporting_errors("demo", lambda: run_demo(seconds=args.seconds, robot=args.robot, rate=args.rate))
+
+
+def _cmd_bench(args):
+    from .bench import run_bench
+
+    return _reporting_errors("bench-node", lambda: run_bench(
+        robots=args.robots.split(","), rates=[float(r) for r in args.rates.split(",")], seconds=args.seconds))
+
+
+def _cmd_sim(args):
+    from .sim import run_sim_publisher
+
+    return _reporting_errors("sim", lambda: run_sim_publisher(robot=args.robot, rate=args.rate,
+                                                              seconds=args.seconds, mode=args.mode))
+
+
+def add_subcommands(subparsers):
+    """Register ``node``, ``demo`` and ``bench-node`` (and the helper ``sim``) on an argparse
+    subparsers object; each sets ``func(args) -> int``."""
+    p = subparsers.add_parser("node", help="run the linearizer node (rclpy or plain DDS)",
+                              description="Subscribe joint_states (+ odom) and publish linearization/A, "
+                                          "linearization/B and linearization/stamp.")
+    _add_node_arguments(p)
+    p.set_defaults(func=_cmd_node)
+
+    d = subparsers.add_parser("demo", help="simulated quadruped + node + live echo of A and B over "
+                                           "loopback DDS, a few seconds, then exit")
+    d.add_argument("--seconds", type=float, default=5.0, help="how long to echo (default 5)")
+    d.add_argument("--robot", default="quadruped", help="robot to simulate (default: the bundled quadruped)")
+    d.add_argument("--rate", type=float, default=100.0, help="joint_states rate in Hz (default 100)")
+    d.set_defaults(func=_cmd_demo)
+
+    b = subparsers.add_parser("bench-node", help="node output rate and latency over loopback DDS "
+                                                 "(publisher, node and receiver in separate processes)")
+    b.add_argument("--robots", default="solo12,g1_29dof", help="comma-separated robot names")
+    b.add_argument("--rates", default="500,1000", help="comma-separated input rates in Hz")
+    b.add_argument("--seconds", type=float, default=10.0, help="measurement time per case (default 10)")
+    b.set_defaults(func=_cmd_bench)
+
+    s = subparsers.add_parser("sim", help="(helper) publish a simulated robot's joint_states and odom")
+    s.add_argument("--robot", default="quadruped")
+    s.add_argument("--rate", type=float, default=100.0)
+    s.add_argument("--seconds", type=float, default=None)
+    s.add_argument("--mode", choices=("dynamics", "random"), default="dynamics",
+                   help="dynamics: integrate the forward dynamics; random: random valid states")
+    s.set_defaults(func=_cmd_sim)
+
+
+def build_parser(prog="python -m sva_linearizer.ros"):
+    parser = argparse.ArgumentParser(prog=prog, description="sva_linearizer ROS 2 tools")
+    sub = parser.add_subparsers(dest="command", required=True)
+    add_subcommands(sub)
+    return parser
+
+
+def _split_ros_args(argv):
+    """argv -> (our arguments, the ``--ros-args ...`` tail)."""
+    argv = list(argv)
+    if "--ros-args" in argv:
+        i = argv.index("--ros-args")
+        return argv[:i], argv[i:]
+    return argv, []
+
+
+def main(argv=None) -> int:
+    ours, ros_args = _split_ros_args(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(ours)
+    args.ros_args = ros_args
+    return args.func(args)
+
+
+def main_node(argv=None) -> int:
+    """``linearizer_node``: the node with ROS 2 conventions (``--ros-args --params-file ...``)."""
+    ours, ros_args = _split_ros_args(sys.argv[1:] if argv is None else argv)
+    parser = argparse.ArgumentParser(prog="linearizer_node", description="sva_linearizer node")
+    _add_node_arguments(parser)
+    args = parser.parse_args(ours)
+    return run_node(args, ros_args)

@@ -1,0 +1,135 @@
+"""``sva-linearizer demo``: a simulated robot, the node and a live echo of A and B, on loopback DDS.
+
+Three processes on a private DDS domain confined to 127.0.0.1: the simulated robot (the bundled
+quadruped integrating its own forward dynamics, publishing joint_states and odom), the node
+(``sva-linearizer node --transport dds``), and this one, which pairs linearization/A, /B and /stamp
+(content-addressed, see :mod:`sva_linearizer.ros.messages`) and prints sizes, stamp, latency and a
+few eigenvalues of A for a few seconds; then everything is stopped and the demo exits.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+
+from .messages import TOPIC_A, TOPIC_B, TOPIC_STAMP, Pairer
+from .node import QOS_OUTPUT
+from .transport import DdsTransport, loopback_config, loopback_env, private_domain_id
+
+
+def _pump(stream, sink, prefix, echo):
+    for line in iter(stream.readline, ""):
+        sink.append(line.rstrip("\n"))
+        if echo:
+            print(f"{prefix}{line.rstrip()}", flush=True)
+
+
+def start_process(cmd, env, prefix, echo=True):
+    """Child process with stdout+stderr collected (and echoed with a prefix) by a thread."""
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            bufsize=1)
+    proc.lines = []
+    threading.Thread(target=_pump, args=(proc.stdout, proc.lines, prefix, echo), daemon=True).start()
+    return proc
+
+
+def stop_process(proc, timeout=10.0):
+    """SIGTERM, then SIGKILL after ``timeout``; returns the exit code."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout)
+    return proc.returncode
+
+
+class Echo:
+    """Subscribes A, B and the stamp record on a DDS transport and pairs them."""
+
+    def __init__(self, transport, on_pair):
+        self.pairer = Pairer(depth=32)
+        self.on_pair = on_pair
+        self.readers = [
+            transport.create_subscription(TOPIC_A, "std_msgs/msg/Float64MultiArray",
+                                          lambda m, t: self._done(self.pairer.add_A(m), t), QOS_OUTPUT),
+            transport.create_subscription(TOPIC_B, "std_msgs/msg/Float64MultiArray",
+                                          lambda m, t: self._done(self.pairer.add_B(m), t), QOS_OUTPUT),
+            transport.create_subscription(TOPIC_STAMP, "std_msgs/msg/Header",
+                                          lambda m, t: self._done(self.pairer.add_stamp(m), t), QOS_OUTPUT),
+        ]
+
+    def _done(self, pairs, recv_ns):
+        for pair in pairs:
+            self.on_pair(pair, recv_ns)
+
+
+def run_demo(seconds=5.0, robot="quadruped", rate=100.0, startup_timeout=120.0, out=None) -> int:
+    out = out or sys.stdout
+    domain = private_domain_id()
+    env = loopback_env(domain)
+    py = sys.executable
+    print(f"demo: robot '{robot}', DDS domain {domain} on loopback (127.0.0.1, no multicast); "
+          f"joint_states at {rate:g} Hz for {seconds:g} s", file=out, flush=True)
+    transport = DdsTransport("sva_linearizer_echo", domain_id=domain, config=loopback_config())
+    node = start_process([py, "-m", "sva_linearizer.ros", "node", "--robot", robot, "--transport", "dds",
+                          "--param", "warn_period=1.0"], env, "  [node] ")
+    sim = None
+    stats = {"n": 0, "last_print": 0.0, "lat": [], "first": None}
+
+    def on_pair(pair, recv_ns):
+        now = time.monotonic()
+        stats["n"] += 1
+        stats["lat"].append((recv_ns - pair.stamp_ns) * 1e-6)
+        if stats["first"] is None:
+            stats["first"] = now
+        if now - stats["last_print"] >= 0.5:
+            stats["last_print"] = now
+            ev = np.linalg.eigvals(pair.A)
+            ev = ev[np.argsort(-ev.real)][:4]
+            evs = ", ".join(f"{e.real:+.3g}{e.imag:+.3g}j" if abs(e.imag) > 1e-9 else f"{e.real:+.3g}"
+                            for e in ev)
+            print(f"[echo] seq {pair.seq:5d}  stamp {pair.stamp_ns * 1e-9:.3f}  A {pair.A.shape[0]}x"
+                  f"{pair.A.shape[1]}  B {pair.B.shape[0]}x{pair.B.shape[1]}  latency "
+                  f"{stats['lat'][-1]:.2f} ms  eig(A), largest real parts: {evs}", file=out, flush=True)
+
+    code = 1
+    try:
+        echo = Echo(transport, on_pair)
+        print("demo: starting the node (the very first run compiles the kernels: up to a minute)",
+              file=out, flush=True)
+        if not transport.wait_for_writers(echo.readers[2], startup_timeout):
+            raise RuntimeError("the node did not come up (see its output above)")
+        sim = start_process([py, "-m", "sva_linearizer.ros", "sim", "--robot", robot, "--rate", str(rate)],
+                            env, "  [sim]  ")
+        deadline = time.monotonic() + startup_timeout
+        while stats["first"] is None and time.monotonic() < deadline:
+            transport.spin_once(0.1)
+            if node.poll() is not None or sim.poll() is not None:
+                break
+        if stats["first"] is None:
+            print("demo: no A/B arrived (see the node's output above)", file=out, flush=True)
+        else:
+            end = stats["first"] + seconds
+            while time.monotonic() < end and node.poll() is None:
+                transport.spin_once(min(0.1, max(0.0, end - time.monotonic())))
+            n, dt = stats["n"], time.monotonic() - stats["first"]
+            lat = np.array(stats["lat"])
+            print(f"demo: {n} A/B pairs in {dt:.1f} s ({n / dt:.1f} Hz); latency joint state -> A/B "
+                  f"p50 {np.percentile(lat, 50):.2f} ms, p99 {np.percentile(lat, 99):.2f} ms; "
+                  f"unpaired stamp records {echo.pairer.lost}", file=out, flush=True)
+            code = 0 if n > 0 else 1
+    except KeyboardInterrupt:
+        code = 130
+    finally:
+        for proc in (sim, node):
+            if proc is not None:
+                stop_process(proc)
+        transport.close()
+        time.sleep(0.2)  # let the pump threads print the children's last lines
+    print(f"demo: done (node exit code {node.returncode})", file=out, flush=True)
+    return code

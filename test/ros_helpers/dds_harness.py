@@ -1,0 +1,129 @@
+"""Real-DDS test harness: the node as a separate process, a publisher/receiver in the test process,
+both on a private loopback-only domain and a private namespace. Everything is time-bounded and the
+node is always stopped (SIGTERM, then SIGKILL)."""
+import itertools
+import os
+import re
+import sys
+import time
+
+from sva_linearizer.ros.demo import Echo, start_process, stop_process
+from sva_linearizer.ros.messages import joint_state_msg, odometry_msg
+from sva_linearizer.ros.node import QOS_DESCRIPTION, QOS_ODOM, QOS_STATE
+from sva_linearizer.ros.transport import DdsTransport, loopback_config, loopback_env, private_domain_id
+
+_counter = itertools.count(1)
+
+
+class NodeProcess:
+    def __init__(self, node_args, domain, namespace):
+        cmd = [sys.executable, "-m", "sva_linearizer.ros", "node", "--transport", "dds",
+               "--namespace", namespace, *node_args]
+        self.proc = start_process(cmd, loopback_env(domain), "", echo=False)
+
+    @property
+    def lines(self):
+        return self.proc.lines
+
+    def find(self, pattern, start=0):
+        rx = re.compile(pattern)
+        for i in range(start, len(self.lines)):
+            if rx.search(self.lines[i]):
+                return i
+        return None
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def stop(self, timeout=15.0):
+        return stop_process(self.proc, timeout)
+
+    def output(self):
+        return "\n".join(self.lines)
+
+
+class Harness:
+    """Publishes joint_states/odom/robot_description and pairs the node's A/B/stamp."""
+
+    def __init__(self, node_args, description_topic="robot_description"):
+        seed = os.getpid() * 31 + next(_counter)
+        self.domain = private_domain_id(seed)
+        self.namespace = f"/sva_test_{os.getpid()}_{seed % 100000}"
+        self.transport = DdsTransport("sva_test_harness", domain_id=self.domain, config=loopback_config(),
+                                      namespace=self.namespace)
+        T = self.transport
+        self.types = T.types
+        self.pub_js = T.create_publisher("joint_states", "sensor_msgs/msg/JointState", QOS_STATE)
+        self.pub_odom = T.create_publisher("odom", "nav_msgs/msg/Odometry", QOS_ODOM)
+        self.pub_desc = T.create_publisher(description_topic, "std_msgs/msg/String", QOS_DESCRIPTION)
+        self.pairs = []
+        self.echo = Echo(T, lambda pair, recv_ns: self.pairs.append(pair))
+        self.node = NodeProcess(node_args, self.domain, self.namespace)
+
+    def close(self):
+        rc = self.node.stop()
+        self.transport.close()
+        return rc
+
+    def wait_ready(self, timeout=120.0, need_js=True):
+        """The node's output writers are matched (and its joint_states reader, if need_js)."""
+        end = time.monotonic() + timeout
+        ok = self.transport.wait_for_writers(self.echo.readers[2], timeout)
+        if ok and need_js:
+            ok = self.transport.wait_for_readers(self.pub_js, max(0.0, end - time.monotonic()))
+        assert ok, "node did not come up:\n" + self.node.output()
+        self.spin(0.3)  # let the node's side of discovery settle too
+
+    def spin(self, seconds):
+        end = time.monotonic() + seconds
+        while True:
+            left = end - time.monotonic()
+            if left <= 0:
+                return
+            self.transport.spin_once(min(0.05, left))
+
+    def send_odom(self, stamp_ns, odom):
+        p, quat, twist = odom
+        self.pub_odom.publish(odometry_msg(self.types, stamp_ns, p, quat, twist))
+        self.spin(0.05)
+
+    def send(self, stamp_ns, names, s, r, tau=(), odom=None):
+        """odom = (p, quat, twist) or None; odometry goes first."""
+        if odom is not None:
+            self.send_odom(stamp_ns, odom)
+        self.pub_js.publish(joint_state_msg(self.types, stamp_ns, names, s, r, tau))
+
+    def send_description(self, text):
+        self.pub_desc.publish(self.types.String(data=text))
+
+    def wait_pair(self, stamp_ns, timeout=20.0, resend=None):
+        """The pair for stamp_ns; resend() is called again every 3 s while waiting (a sample
+        written just before discovery completed may be lost)."""
+        end = time.monotonic() + timeout
+        next_resend = time.monotonic() + 3.0
+        while time.monotonic() < end:
+            for pair in self.pairs:
+                if pair.stamp_ns == stamp_ns:
+                    return pair
+            self.transport.spin_once(0.05)
+            if resend is not None and time.monotonic() > next_resend:
+                resend()
+                next_resend = time.monotonic() + 3.0
+            assert self.node.alive(), "node died:\n" + self.node.output()
+        raise AssertionError(f"no A/B for stamp {stamp_ns} within {timeout} s; node output:\n"
+                             + self.node.output())
+
+    def wait_log(self, pattern, start=0, timeout=20.0, resend=None):
+        """Index of the first node log line from `start` matching pattern."""
+        end = time.monotonic() + timeout
+        next_resend = time.monotonic() + 3.0
+        while time.monotonic() < end:
+            i = self.node.find(pattern, start)
+            if i is not None:
+                return i
+            self.transport.spin_once(0.05)
+            if resend is not None and time.monotonic() > next_resend:
+                resend()
+                next_resend = time.monotonic() + 3.0
+            assert self.node.alive(), "node died:\n" + self.node.output()
+        raise AssertionError(f"node never logged /{pattern}/; output:\n" + self.node.output())

@@ -1,0 +1,107 @@
+"""config/*.yaml (ROS 2 parameter files), launch/linearizer.launch.py, parameter parsing, CLI wiring."""
+import argparse
+import ast
+import pathlib
+
+import pytest
+
+from sva_linearizer.robots import default_floating_base, load_robot
+from sva_linearizer.ros import cli
+from sva_linearizer.ros.node import DEFAULT_PARAMETERS, normalize_parameters
+from sva_linearizer.ros.params import load_params_file, parse_params_yaml, parse_ros_args
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+REQUIRED = ["solo12", "anymal_c", "ur5", "panda", "quadruped"]
+
+
+def test_required_configs_exist():
+    names = {p.stem for p in (ROOT / "config").glob("*.yaml")}
+    assert set(REQUIRED) <= names
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "config").glob("*.yaml")), ids=lambda p: p.stem)
+def test_config_is_a_ros2_parameter_file_for_its_robot(path):
+    import yaml
+
+    data = yaml.safe_load(path.read_text())
+    assert list(data) == ["/**"] and list(data["/**"]) == ["ros__parameters"]
+    params = load_params_file(path)
+    assert set(params) == set(DEFAULT_PARAMETERS)          # every parameter, documented in place
+    p = normalize_parameters(params)
+    assert p["robot"] == path.stem and p["floating_base"] == default_floating_base(path.stem)
+    # rclpy needs one type per list: gravity must be all floats
+    assert all(isinstance(g, float) for g in params["gravity"])
+    assert isinstance(params["max_rate"], float) and isinstance(params["max_odom_age"], float)
+    model = load_robot(path.stem, floating_base=p["floating_base"])
+    assert model.nj > 0
+
+
+def test_params_file_matching_and_ros_args(tmp_path):
+    text = ("/**:\n  ros__parameters:\n    robot: ur5\n    max_rate: 1.0\n"
+            "sva_linearizer:\n  ros__parameters:\n    max_rate: 2.0\n"
+            "other_node:\n  ros__parameters:\n    max_rate: 3.0\n")
+    assert parse_params_yaml(text) == {"robot": "ur5", "max_rate": 2.0}
+    f = tmp_path / "p.yaml"
+    f.write_text(text)
+    got = parse_ros_args(["--ros-args", "-r", "__node:=x", "--params-file", str(f), "-p", "gravity:=[0.0, 0.0, -1.0]",
+                          "-p", "floating_base:=false"])
+    assert got == {"robot": "ur5", "max_rate": 2.0, "gravity": [0.0, 0.0, -1.0], "floating_base": False}
+    assert "use_sim_time" not in normalize_parameters({"use_sim_time": True, "qos_overrides./odom.depth": 5})
+    with pytest.raises(ValueError, match="ros__parameters"):
+        parse_params_yaml("sva_linearizer:\n  robot: ur5\n")
+
+
+def test_launch_file_structure():
+    src = (ROOT / "launch" / "linearizer.launch.py").read_text()
+    tree = ast.parse(src)
+    assert any(isinstance(n, ast.FunctionDef) and n.name == "generate_launch_description" for n in tree.body)
+    for needle in ('executable="linearizer_node"', 'package="sva_linearizer"', '"config"', '"robot"',
+                   "FindPackageShare", "parameters=[config]"):
+        assert needle in src
+
+
+def test_launch_file_builds_with_ros2():
+    pytest.importorskip("launch_ros", reason="launch_ros (ROS 2) is not installed")
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("lf", ROOT / "launch" / "linearizer.launch.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.generate_launch_description().entities
+
+
+def test_subcommands_register_on_a_parser():
+    parser = argparse.ArgumentParser(prog="sva-linearizer")
+    sub = parser.add_subparsers(dest="command", required=True)
+    cli.add_subcommands(sub)
+    args = parser.parse_args(["node", "--robot", "solo12", "--fixed-base", "--transport", "dds",
+                              "--param", "max_rate=100.0"])
+    assert args.func is not None and args.robot == "solo12" and args.floating_base is False
+    params = cli._collect_parameters(args, [])
+    assert params == {"robot": "solo12", "urdf_path": "", "robot_description": "", "floating_base": False,
+                      "max_rate": 100.0}
+    for cmd in (["demo"], ["bench-node", "--rates", "500"], ["node", "--config", "config/ur5.yaml"]):
+        assert callable(parser.parse_args(cmd).func)
+    with pytest.raises(SystemExit):
+        parser.parse_args(["node", "--floating-base", "--fixed-base"])
+
+
+def test_bad_parameter_is_reported_with_exit_code_2(capsys):
+    assert cli.main(["node", "--transport", "dds", "--param", "max_odom_age=-1"]) == 2
+    assert "max_odom_age" in capsys.readouterr().err
+
+
+def test_dds_names_and_ros_domain_id(monkeypatch):
+    pytest.importorskip("cyclonedds", reason="the DDS transport needs the cyclonedds package")
+    from sva_linearizer.ros.transport import DdsTransport, dds_topic_name, loopback_config, private_domain_id
+
+    assert dds_topic_name("joint_states") == "rt/joint_states"
+    assert dds_topic_name("linearization/A", "/robot1") == "rt/robot1/linearization/A"
+    assert dds_topic_name("/robot_description", "/robot1") == "rt/robot_description"
+    domain = private_domain_id(4242)
+    monkeypatch.setenv("ROS_DOMAIN_ID", str(domain))
+    t = DdsTransport("domain_test", config=loopback_config())
+    try:
+        assert t.domain_id == domain
+    finally:
+        t.close()

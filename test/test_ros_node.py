@@ -1,0 +1,297 @@
+"""The node's logic in-process (transport-independent), with an in-memory transport."""
+import numpy as np
+import pytest
+
+import sva_linearizer as sl
+from ros_helpers.fake_transport import FakeTransport
+from sva_linearizer.ros.messages import (Pairer, crc32_hex, joint_state_msg, matrix_payload, msg_to_matrix,
+                                         odometry_msg, parse_pair_frame_id, stamp_to_ns)
+from sva_linearizer.ros.node import LinearizerNode, Throttle, normalize_parameters
+
+pytest.importorskip("cyclonedds", reason="the message classes come from the DDS transport")
+
+SEC = 1_000_000_000
+
+
+class Robot:
+    """A node on a fake transport plus helpers to feed it."""
+
+    def __init__(self, params):
+        self.T = FakeTransport()
+        self.node = LinearizerNode(self.T, params)
+        self.model = self.node.model
+        self.rng = np.random.default_rng(0)
+        self.t = 10 * SEC
+
+    def state(self):
+        m, rng = self.model, self.rng
+        quat = rng.normal(size=4)
+        return dict(s=rng.uniform(-1, 1, m.nj), r=rng.normal(size=m.nj), tau=rng.normal(size=m.nj),
+                    p=rng.normal(size=3), quat=quat / np.linalg.norm(quat), twist=rng.normal(size=6))
+
+    def send(self, x=None, stamp=None, names=None, odom=True, odom_stamp=None, **override):
+        x = dict(x or self.state())
+        x.update(override)
+        if stamp is None:
+            self.t += SEC // 100
+            stamp = self.t
+        self.t = max(self.t, stamp, odom_stamp or 0)
+        T = self.T
+        if odom and self.model.floating_base:
+            T.deliver("odom", odometry_msg(T.types, stamp if odom_stamp is None else odom_stamp,
+                                           x["p"], x["quat"], x["twist"]))
+        names = list(self.model.joint_names) if names is None else names
+        idx = [self.model.joint_names.index(n) if n in self.model.joint_names else 0 for n in names]
+        tau = x["tau"][idx] if len(x["tau"]) else []
+        T.deliver("joint_states", joint_state_msg(T.types, stamp, names, x["s"][idx], x["r"][idx], tau))
+        return x, stamp
+
+    def expected(self, x):
+        m = self.model
+        if m.floating_base:
+            q, v = np.r_[x["p"], x["quat"], x["s"]], np.r_[x["twist"], x["r"]]
+        else:
+            q, v = x["s"], x["r"]
+        tau = x["tau"] if len(x["tau"]) else np.zeros(m.nj)
+        return sl.linearize(m, sl.State.from_vectors(m, q, v), tau)
+
+    def count(self):
+        return self.T.count()
+
+    def warnings(self):
+        return self.T.logger.warnings()
+
+
+@pytest.fixture
+def solo():
+    return Robot({"robot": "solo12", "warn_period": 0, "max_odom_age": 0.1})
+
+
+def test_shuffled_joint_states_give_library_A_B_with_standard_layout():
+    rb = Robot({"robot": "solo12", "warn_period": 0})
+    x = rb.state()
+    names = list(np.array(rb.model.joint_names)[rb.rng.permutation(rb.model.nj)])
+    _, stamp = rb.send(x, names=names)
+    lin = rb.expected(x)
+    A_msg, B_msg = rb.T.published["linearization/A"][0], rb.T.published["linearization/B"][0]
+    for msg, M in ((A_msg, lin.A), (B_msg, lin.B)):
+        r, c = M.shape
+        assert [(d.label, d.size, d.stride) for d in msg.layout.dim] == [("rows", r, r * c), ("cols", c, c)]
+        assert msg.layout.data_offset == 0 and len(msg.data) == r * c
+        np.testing.assert_array_equal(msg_to_matrix(msg), M)   # row-major, bit-exact
+    header = rb.T.published["linearization/stamp"][0]
+    assert stamp_to_ns(header.stamp) == stamp
+    seq, ca, cb = parse_pair_frame_id(header.frame_id)
+    assert (seq, ca, cb) == (1, crc32_hex(matrix_payload(lin.A)), crc32_hex(matrix_payload(lin.B)))
+    assert rb.T.qos["joint_states"][1]["depth"] == 1            # newest wins, no queue
+
+
+def test_fixed_base_has_no_odom_and_empty_effort_means_zero_torque():
+    rb = Robot({"robot": "ur5", "warn_period": 0})
+    assert not rb.model.floating_base and "odom" not in rb.T.subs   # auto: ur5 is an arm
+    x = rb.state()
+    x["tau"] = np.array([])
+    rb.send(x)
+    np.testing.assert_array_equal(msg_to_matrix(rb.T.published["linearization/B"][0]), rb.expected(x).B)
+    np.testing.assert_array_equal(msg_to_matrix(rb.T.published["linearization/A"][0]), rb.expected(x).A)
+
+
+def _bad_then_good(rb, pattern, send_bad):
+    n, w = rb.count(), len(rb.warnings())
+    send_bad()
+    assert rb.count() == n, "published from bad data"
+    new = rb.warnings()[w:]
+    assert any(pattern in text for text in new), new
+    x, _ = rb.send()
+    assert rb.count() == n + 1
+    np.testing.assert_array_equal(msg_to_matrix(rb.T.published["linearization/A"][-1]), rb.expected(x).A)
+
+
+BAD_CASES = {
+    "nan position": ("joint_states: position of 'FL_KFE' is nan",
+                     lambda rb: rb.send(s=np.r_[0, 0, np.nan, np.zeros(9)])),
+    "inf velocity": ("joint_states: velocity of 'FL_HAA' is inf",
+                     lambda rb: rb.send(r=np.r_[np.inf, np.zeros(11)])),
+    "nan effort": ("joint_states: effort of 'HR_KFE' is nan", lambda rb: rb.send(tau=np.r_[np.zeros(11), np.nan])),
+    "nan odom position": ("odom: pose.position has NaN", lambda rb: rb.send(p=np.array([0, np.nan, 0]))),
+    "inf odom twist": ("odom: twist has NaN or infinite", lambda rb: rb.send(twist=np.r_[np.zeros(5), np.inf])),
+    "unknown joint": ("joint_states: unknown joint 'foo'",
+                      lambda rb: rb.send(names=list(rb.model.joint_names) + ["foo"],
+                                         s=np.zeros(12), r=np.zeros(12), tau=np.zeros(12))),
+    "missing joint": ("joint_states: missing joint 'HR_KFE'",
+                      lambda rb: rb.send(names=list(rb.model.joint_names)[:-1])),
+    "duplicate joint": ("joint_states: duplicate joint 'FL_HAA'",
+                        lambda rb: rb.send(names=list(rb.model.joint_names) + ["FL_HAA"])),
+    "short velocity": ("joint_states: velocity has 11 entries for 12 names",
+                       lambda rb: rb.T.deliver("joint_states", joint_state_msg(
+                           rb.T.types, rb.t + SEC, rb.model.joint_names, np.zeros(12), np.zeros(11)))),
+    "non-unit quaternion": ("odom: quaternion norm 1.3 is not unit",
+                            lambda rb: rb.send(quat=np.array([0, 0, 0, 1.3]))),
+    "stale odom": ("odom: stale (age 0.5 s > max 0.1 s)",
+                   lambda rb: rb.send(stamp=rb.t + SEC, odom_stamp=rb.t + SEC // 2)),
+    "odom ahead": ("odom: stamp 0.3 s ahead of the joint state",
+                   lambda rb: rb.send(stamp=rb.t + SEC, odom_stamp=rb.t + SEC + 3 * SEC // 10)),
+    "out of order": ("joint_states: stamp older than previous (out of order, 5 ms back)",
+                     lambda rb: rb.send(stamp=rb.t - 5_000_000, odom=False)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_CASES))
+def test_bad_input_publishes_nothing_and_node_recovers(solo, case):
+    pattern, send_bad = BAD_CASES[case]
+    solo.send()
+    if "odom" in case or "quaternion" in case:
+        # the previous sample's (valid) odometry must be too old to stand in for the bad one
+        solo.t += SEC
+    _bad_then_good(solo, pattern, lambda: send_bad(solo))
+
+
+def test_bad_odometry_is_never_used_but_recent_valid_odometry_is(solo):
+    """A dropped odometry sample leaves the nearest valid one (within max_odom_age) in use."""
+    x0, stamp0 = solo.send()
+    x = solo.state()
+    bad = dict(x, quat=np.array([0.0, 0.0, 0.0, 2.0]))
+    n = solo.count()
+    solo.send(bad, stamp=stamp0 + 20_000_000)           # 20 ms later, odometry rejected
+    assert "quaternion norm 2 is not unit" in solo.warnings()[-1]
+    assert solo.count() == n + 1                         # joint state paired with x0's odometry
+    expected = solo.expected(dict(x, p=x0["p"], quat=x0["quat"], twist=x0["twist"]))
+    np.testing.assert_array_equal(msg_to_matrix(solo.T.published["linearization/A"][-1]), expected.A)
+
+
+def test_odom_out_of_order_is_dropped(solo):
+    _, stamp = solo.send()
+    n = solo.count()
+    x = solo.state()
+    solo.T.deliver("odom", odometry_msg(solo.T.types, stamp - 1_000_000, x["p"], x["quat"], x["twist"]))
+    assert "odom: stamp older than previous (out of order" in solo.warnings()[-1]
+    assert solo.count() == n
+
+
+def test_no_odom_yet_and_no_model_yet():
+    rb = Robot({"robot": "solo12", "warn_period": 0})
+    rb.send(odom=False)
+    assert rb.count() == 0 and "odom: no valid odometry yet" in rb.warnings()[-1]
+    T = FakeTransport()
+    node = LinearizerNode(T, {"warn_period": 0, "floating_base": False})
+    assert node.model is None and "/robot_description" in T.subs
+    assert T.qos["/robot_description"][1] == {"reliable": True, "transient_local": True, "depth": 1}
+    T.deliver("joint_states", joint_state_msg(T.types, SEC, ["a"], [0.0], [0.0]))
+    assert T.count() == 0 and "no robot model yet" in T.logger.warnings()[-1]
+
+
+def test_robot_description_topic_malformed_then_good_then_malformed():
+    from sva_linearizer.robots import robot_urdf_path
+
+    T = FakeTransport()
+    node = LinearizerNode(T, {"warn_period": 0, "floating_base": False})
+    for bad in ("", "<robot name='x'><link name='a'/>", "<robot name='x'><joint name='j' type='revolute'>"
+                "<parent link='nope'/><child link='b'/></joint></robot>"):
+        T.deliver("/robot_description", T.types.String(data=bad))
+        assert node.model is None
+        assert "robot_description (topic): cannot build a model" in T.logger.warnings()[-1]
+    T.deliver("/robot_description", T.types.String(data=robot_urdf_path("ur5").read_text()))
+    assert node.model is not None and node.model.nj == 6
+    model = node.model
+    T.deliver("/robot_description", T.types.String(data="garbage"))
+    assert node.model is model                                    # the good model stays
+    rng = np.random.default_rng(0)
+    T.deliver("joint_states", joint_state_msg(T.types, SEC, model.joint_names, rng.normal(size=6),
+                                              rng.normal(size=6)))
+    assert T.count() == 1
+
+
+def test_malformed_robot_description_parameter_waits_for_topic():
+    T = FakeTransport()
+    node = LinearizerNode(T, {"robot_description": "<robot", "warn_period": 0})
+    assert node.model is None and "robot_description (parameter): cannot build a model" in T.logger.warnings()[0]
+    assert "/robot_description" in T.subs
+
+
+def test_zero_stamp_uses_receive_time_and_clock_reset_is_accepted():
+    rb = Robot({"robot": "ur5", "warn_period": 0})
+    rb.T.clock_ns = 123 * SEC
+    rb.send(stamp=0)
+    assert stamp_to_ns(rb.T.published["linearization/stamp"][-1].stamp) == 123 * SEC
+    rb.send(stamp=50 * SEC)              # 73 s back: a clock reset (sim restart), not "out of order"
+    assert rb.count() == 2 and "treating it as a clock reset" in rb.warnings()[-1]
+
+
+def test_max_rate_limits_by_stamp():
+    rb = Robot({"robot": "ur5", "warn_period": 0, "max_rate": 100.0})
+    for k in range(50):
+        rb.send(stamp=SEC + k * 1_000_000)      # 1 kHz input, 50 ms
+    assert rb.count() == 5 and rb.node.rejected["rate_limited"] == 45
+
+
+def test_ignore_unknown_joints_parameter():
+    rb = Robot({"robot": "ur5", "warn_period": 0, "ignore_unknown_joints": True})
+    x = rb.state()
+    names = list(rb.model.joint_names) + ["gripper"]
+    T = rb.T
+    T.deliver("joint_states", joint_state_msg(T.types, SEC, names, np.r_[x["s"], 9.0], np.r_[x["r"], 9.0],
+                                              np.r_[x["tau"], 9.0]))
+    assert rb.count() == 1
+    np.testing.assert_array_equal(msg_to_matrix(T.published["linearization/A"][0]), rb.expected(x).A)
+
+
+def test_throttled_warnings_count_suppressed():
+    out, now = [], [0.0]
+    th = Throttle(out.append, 2.0, clock=lambda: now[0])
+    for k in range(5):
+        th("k", "odom: stale")
+        now[0] += 0.1
+    th("other", "joint_states: unknown joint 'foo'")
+    now[0] = 3.0
+    th("k", "odom: stale")
+    assert out == ["odom: stale", "joint_states: unknown joint 'foo'", "odom: stale (4 more like this suppressed)"]
+
+
+def test_parameters_are_checked():
+    with pytest.raises(ValueError, match="unknown parameter"):
+        normalize_parameters({"max_rat": 1.0})
+    with pytest.raises(ValueError, match="max_odom_age"):
+        normalize_parameters({"max_odom_age": -1})
+    with pytest.raises(ValueError, match="gravity"):
+        normalize_parameters({"gravity": [0, 0]})
+    p = normalize_parameters({"robot": "panda", "gravity": [0, 0, -9], "floating_base": "auto"})
+    assert p["floating_base"] is False and p["gravity"] == [0.0, 0.0, -9.0]
+    assert normalize_parameters({"robot": "anymal_c"})["floating_base"] is True
+    assert normalize_parameters({"floating_base": "false"})["floating_base"] is False
+
+
+def test_pairer_is_robust_to_order_drops_and_duplicates():
+    rb = Robot({"robot": "ur5", "warn_period": 0})
+    for _ in range(6):
+        rb.send()
+    P = rb.T.published
+    A, B, S = P["linearization/A"], P["linearization/B"], P["linearization/stamp"]
+    pr = Pairer(depth=8)
+    got = []
+    # stamps first, then B, then A, in scrambled order; pair 3's B is lost
+    for k in (4, 0, 2, 1, 3, 5):
+        got += pr.add_stamp(S[k])
+    for k in (5, 0, 1, 2, 4):
+        got += pr.add_B(B[k])
+    for k in (3, 2, 1, 0, 4, 5):
+        got += pr.add_A(A[k])
+    assert sorted(p.seq for p in got) == [1, 2, 3, 5, 6]
+    for p in got:
+        k = p.seq - 1
+        assert p.stamp_ns == stamp_to_ns(S[k].stamp)
+        np.testing.assert_array_equal(p.A, msg_to_matrix(A[k]))
+        np.testing.assert_array_equal(p.B, msg_to_matrix(B[k]))
+    # the record whose B was lost waits; it is evicted (counted as lost) once `depth` newer
+    # incomplete records are pending
+    T = rb.T.types
+    for k in range(8):
+        pr.add_stamp(T.Header(stamp=T.Time(sec=k), frame_id=f"seq={100 + k} A=00000000 B=00000000"))
+    assert pr.lost == 1
+
+
+def test_floating_base_false_param_on_legged_robot():
+    rb = Robot({"robot": "solo12", "floating_base": False, "warn_period": 0})
+    assert not rb.model.floating_base and "odom" not in rb.T.subs
+    x = rb.state()
+    rb.send(x)
+    assert rb.count() == 1 and rb.T.published["linearization/A"][0].layout.dim[0].size == 24
