@@ -100,6 +100,11 @@ def _warn_if_inconsistent(M, what):
 class Model:
     """A kinematic tree with a fixed or a floating (SE(3)) base.
 
+    ``strict`` (default True): on first use (``arrays()``) ``validate()`` raises a ValueError when
+    the mass matrix is singular at every configuration (a massless subtree). False (what
+    ``load_urdf(..., validate=False)`` returns): it warns instead, once per massless subtree, and
+    the algorithms that invert M refuse, at run time, the configurations where it is singular.
+
     >>> m = Model(floating_base=True)
     >>> m.set_base_inertia(Inertia(5.0, (0, 0, 0), np.eye(3) * 0.1))
     >>> m.add_body("hip", None, Joint.revolute((1, 0, 0)), placement=(np.eye(3), (0.2, 0.1, 0)),
@@ -112,6 +117,7 @@ class Model:
         if g.shape != (3,) or not np.all(np.isfinite(g)):
             raise ValueError(f"gravity must be 3 finite numbers, got {gravity!r}")
         self.name = name
+        self.strict = True
         self.floating_base = bool(floating_base)
         self.gravity = g
         self.base_name = "base"
@@ -161,6 +167,14 @@ class Model:
         self.bodies.append(Body(name, pidx, joint, R, p, M))
         self._changed()
         return name
+
+    def _is_below(self, k, i):
+        """Whether body k is in the subtree of body i (k != i)."""
+        while k >= 0:
+            k = self.bodies[k].parent
+            if k == i:
+                return True
+        return False
 
     def _changed(self):
         self._arrays = None
@@ -226,23 +240,31 @@ class Model:
         if not self._validated:
             self._validated = True  # set first: validate() itself calls the kernels
             try:
-                self.validate()
+                self.validate(warn=not self.strict)
             except Exception:
                 self._validated = False
                 raise
         return self._arrays
 
-    def validate(self):
+    def validate(self, warn=False):
         """Raise ValueError naming the joint (or the base) whose subtree makes M singular.
 
         A massless subtree makes M singular at every configuration; M can also be singular at
         isolated configurations (e.g. point masses on a joint axis), which the algorithms report
         when they meet one. So a joint is rejected only if its pivot vanishes at two random
-        configurations."""
+        configurations. ``warn=True``: a UserWarning for each problem (each massless subtree,
+        named by its topmost joint) instead of the error."""
         from . import algorithms  # local import: algorithms imports model
 
+        def problem(msg):
+            if not warn:
+                raise ValueError(msg)
+            warnings.warn(f"{msg}; accepted because the model is not strict (load_urdf(..., "
+                          "validate=False)): the algorithms that need M^-1 will raise", stacklevel=5)
+
         if self.nj == 0 and not self.floating_base:
-            raise ValueError(f"model '{self.name}' has no joints and a fixed base: nothing moves")
+            problem(f"model '{self.name}' has no joints and a fixed base: nothing moves")
+            return
         rng = np.random.default_rng(0)
         scale = max(1.0, self.total_mass())
         bad_joints, bad_base = None, True
@@ -251,12 +273,15 @@ class Model:
             bad = {i for i in range(self.nj) if not abs(D[i]) > 1e-12 * scale}
             bad_joints = bad if bad_joints is None else bad_joints & bad
             bad_base = bad_base and self.floating_base and not abs(base_ev) > 1e-12 * scale
-        if bad_joints:
-            i = min(bad_joints)
-            raise ValueError(
+        for i in sorted(bad_joints):
+            if any(self._is_below(i, k) for k in bad_joints):
+                continue  # reported with the topmost joint of its subtree
+            below = [self.bodies[k].name for k in sorted(bad_joints) if k != i and self._is_below(k, i)]
+            also = f" (and so do the joints below it: {', '.join(below)})" if below else ""
+            problem(
                 f"joint '{self.bodies[i].name}': the bodies it moves have no mass or inertia along its "
-                "motion, so the mass matrix is singular (massless subtree)")
+                f"motion, so the mass matrix is singular (massless subtree){also}")
         if bad_base:
-            raise ValueError(
+            problem(
                 f"floating base '{self.base_name}': the base and the bodies rigidly attached to it have "
                 "no mass or inertia in some direction, so the mass matrix is singular")

@@ -14,8 +14,11 @@ Not every URDF describes good dynamics:
   q = 0, so the mass matrix is singular at that configuration (not in general; the model loads).
   ``icub_reduced`` does not have this problem.
 * ``romeo_laas_small``: links ``body``, ``LHipPitch_link`` and ``RHipPitch_link`` have indefinite
-  inertia tensors (physically impossible), so loading it raises a ValueError naming ``body`` (it
-  also has massless grippers). ``romeo_small`` is fine.
+  inertia tensors (physically impossible) and the grippers are massless, so ``load_robot`` raises
+  a ValueError naming ``body``. ``load_robot("romeo_laas_small", validate=False)`` loads it as
+  Pinocchio does, with one warning per invalid link/joint; forward dynamics and the linearization
+  then fail at run time (the mass matrix is singular everywhere: massless grippers), while
+  ``mass_matrix`` and the inverse dynamics compute. ``romeo_small`` is fine.
 
 example-robot-data (``pip install example-robot-data``, or the ROS package) is found through the
 ``EXAMPLE_ROBOT_DATA_DIR`` environment variable when it is set (its ``robots`` directory, or the
@@ -144,7 +147,9 @@ def default_floating_base(name) -> bool:
 
 
 def load_robot(name, floating_base=None, gravity=(0.0, 0.0, -9.81), *, validate=True):
-    """The Model of a known robot; floating_base=None uses the robot's default."""
+    """The Model of a known robot; floating_base=None uses the robot's default. ``validate``: as
+    in :func:`sva_linearizer.urdf.load_urdf` (True: physically invalid dynamics are errors naming
+    the link/joint; False: warnings, the model loads as Pinocchio's does)."""
     from .urdf import load_urdf
 
     if floating_base is None:

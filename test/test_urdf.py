@@ -7,6 +7,7 @@ Then one test per error case, hostile XML, and the planar / mimic / fixed-joint-
 from __future__ import annotations
 
 import pathlib
+import re
 import sys
 import time
 import warnings
@@ -31,11 +32,28 @@ from sva_linearizer.urdf import load_urdf  # noqa: E402
 
 TOL = 1e-10
 
-# Robots whose URDF no Model can hold (Pinocchio accepts anything): name -> the error's subject.
+# Known robots whose dynamics are physically invalid: name -> the strict error's subject. They load
+# with validate=False (lenient), one warning per item, as Pinocchio loads them.
 # romeo_laas_small: the inertia tensors of links 'body', 'LHipPitch_link' and 'RHipPitch_link' are
-# indefinite (eigenvalue -0.0213 for 'body'), even after merging the links welded to them (it also
-# has massless grippers: l_gripper_joint, r_gripper_joint).
+# indefinite (eigenvalue -0.0213 for 'body'), even after merging the links welded to them, and the
+# grippers are massless (l_gripper_joint, r_gripper_joint).
 INVALID = {"romeo_laas_small": "link 'body': inertia tensor is not positive semi-definite"}
+INVALID_WARNINGS = {"romeo_laas_small": [
+    "link 'body': inertia tensor is not positive semi-definite",
+    "link 'LHipPitch_link': inertia tensor is not positive semi-definite",
+    "link 'RHipPitch_link': inertia tensor is not positive semi-definite",
+    "joint 'l_gripper_joint': .*massless subtree",
+    "joint 'r_gripper_joint': .*massless subtree"]}
+
+
+def assert_lenient_load_warns(load, name):
+    """load() (with validate=False) warns once about each invalid item of robot `name`."""
+    with pytest.warns(UserWarning) as record:
+        model = load()
+    messages = [str(w.message) for w in record]
+    for pattern in INVALID_WARNINGS[name]:
+        assert sum(bool(re.search(pattern, m)) for m in messages) == 1, (pattern, messages)
+    return model
 
 
 def _erd_installed():
@@ -108,9 +126,11 @@ def test_robot_matches_pinocchio(name, floating):
     path = robot_urdf_path(name)
     if name in INVALID:
         with pytest.raises(ValueError, match=INVALID[name]):
-            load_urdf(path, floating_base=floating, validate=False)
-        return
-    model = load_urdf(path, floating_base=floating, validate=False)
+            load_urdf(path, floating_base=floating)
+        model = assert_lenient_load_warns(lambda: load_urdf(path, floating_base=floating, validate=False),
+                                          name)
+    else:
+        model = load_urdf(path, floating_base=floating, validate=False)
     assert model.floating_base is floating
     assert_matches_pinocchio(model, pin_model(path, floating))
 
@@ -123,11 +143,71 @@ def test_load_robot_validates(name):
     if name in INVALID:
         with pytest.raises(ValueError, match=INVALID[name]):
             load_robot(name)
-        return
-    model = load_robot(name)
+        model = assert_lenient_load_warns(lambda: load_robot(name, validate=False), name)
+        assert model.strict is False
+    else:
+        model = load_robot(name)
+        assert model.strict is True
     default = {**KNOWN_ROBOTS, **BUNDLED_ROBOTS}[name][1]
     assert model.floating_base is default
     assert model.nj > 0
+
+
+def _erd_urdf_files():
+    """Every .urdf file of the installed example-robot-data, relative to its robots/ directory."""
+    if not _erd_installed():
+        return ["(example-robot-data not installed)"]
+    root = example_robot_data_dir()
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*.urdf"))
+
+
+def _pinocchio_joint_names(pm, first):
+    """Pinocchio's joint names in its order, a planar joint split as ours is (<j>_x, <j>_y, <j>_rot)."""
+    names = []
+    for j in range(first, pm.njoints):
+        kind, name = pm.joints[j].shortname(), pm.names[j]
+        if kind == "JointModelPlanar":
+            names += [f"{name}_x", f"{name}_y", f"{name}_rot"]
+        else:
+            assert pm.nvs[j] == 1, f"Pinocchio joint '{name}' is a {kind} (nv={pm.nvs[j]})"
+            names.append(name)
+    return names
+
+
+NAMES_LINK_OR_JOINT = r"(link|joint|body) '[^']+'"
+
+
+@pytest.mark.filterwarnings(*DATA_WARNINGS)
+@pytest.mark.parametrize("rel", _erd_urdf_files())
+def test_every_example_robot_data_urdf_that_pinocchio_loads_loads(rel):
+    """Issue 2: every URDF of example-robot-data that Pinocchio's buildModelFromUrdf loads loads
+    here too (floating base, as Pinocchio with a JointModelFreeFlyer root): strictly, or, where
+    the strict loader refuses physically invalid dynamics with an error naming the link/joint,
+    with validate=False and a warning naming it. Same DoFs, joint names and order, total mass.
+    (With example-robot-data 6.0.0 the opt-out is needed by romeo_laas_small: indefinite inertia
+    tensors, massless grippers; and romeo: massless finger subtrees.)"""
+    if not _erd_installed():
+        pytest.skip("example-robot-data is not installed (pip install example-robot-data)")
+    path = example_robot_data_dir() / rel
+    try:
+        pm = pin_model(path, True)
+    except Exception as e:  # e.g. ur3.urdf: "No name given for the robot" (urdfdom)
+        pytest.skip(f"Pinocchio cannot load {rel} either: {str(e).replace(str(path), rel)[:160]}")
+    try:
+        model = load_urdf(path, floating_base=True)
+        assert model.strict is True
+    except ValueError as e:
+        assert re.search(NAMES_LINK_OR_JOINT, str(e)), f"{rel}: the error names no link or joint: {e}"
+        with pytest.warns(UserWarning) as record:
+            model = load_urdf(path, floating_base=True, validate=False)
+        messages = [str(w.message) for w in record]
+        assert any(re.search(NAMES_LINK_OR_JOINT, m) and "validate=False" in m for m in messages), messages
+        assert model.strict is False
+        print(f"{rel}: needs validate=False: {e}")
+    assert model.nv == pm.nv and model.nj == pm.nv - 6, f"{rel}: {model.nj} joints, Pinocchio nv={pm.nv}"
+    assert model.joint_names == _pinocchio_joint_names(pm, first=2)
+    pin_mass = sum(pm.inertias[j].mass for j in range(pm.njoints))
+    assert model.total_mass() == pytest.approx(pin_mass, rel=1e-12, abs=1e-12)
 
 
 def test_known_robot_list():
@@ -544,13 +624,80 @@ def test_floating_joint_is_rejected():
         load_urdf(xml)
 
 
+MASSLESS_TIP = robot(link("base"), link("l1"), '<link name="tip"/>', '<link name="tip2"/>',
+                     joint("j1", "base", "l1"), joint("j_tip", "l1", "tip", axis="0 1 0"),
+                     joint("j_tip2", "tip", "tip2", axis="1 0 0"))
+
+
 def test_massless_subtree_makes_the_mass_matrix_singular():
-    """Caught by Model.validate() (called by load_urdf), naming the joint."""
-    xml = robot(link("base"), link("l1"), '<link name="tip"/>', joint("j1", "base", "l1"),
-                joint("j_tip", "l1", "tip", axis="0 1 0"))
+    """Caught by Model.validate() (called by load_urdf), naming the joint; validate=False warns
+    once per massless subtree, naming its topmost joint and the joints below it."""
     with pytest.raises(ValueError, match="joint 'j_tip'"):
+        load_urdf(MASSLESS_TIP)
+    with pytest.warns(UserWarning) as record:
+        model = load_urdf(MASSLESS_TIP, validate=False)
+    messages = [str(w.message) for w in record]
+    assert len(messages) == 1, messages
+    assert re.search(r"joint 'j_tip': .*massless subtree.*joints below it: j_tip2", messages[0])
+    assert model.nj == 3 and model.strict is False
+
+
+def test_lenient_model_computes_what_needs_no_inverse_and_raises_at_run_time():
+    """validate=False: M and inverse dynamics are computed; what needs M^-1 raises, naming a joint
+    of the massless subtree (algorithms._check_pivots)."""
+    import sva_linearizer as sl
+
+    with pytest.warns(UserWarning):
+        model = load_urdf(MASSLESS_TIP, validate=False)
+    state = sl.State.from_vectors(model, np.r_[0, 0, 0, 0, 0, 0, 1, 0.3, -0.2, 0.1], np.zeros(model.nv))
+    M = sl.mass_matrix(model, state)
+    assert M.shape == (9, 9) and abs(np.linalg.det(M[6:, 6:])) < 1e-12 and M[6, 6] > 0
+    assert np.all(np.isfinite(sl.extended_inverse_dynamics(model, state, np.zeros(9))))
+    assert all(np.all(np.isfinite(D)) for D in
+               sl.extended_inverse_dynamics_derivatives(model, state, np.zeros(9)))
+
+
+@pytest.mark.xfail(
+    raises=(ZeroDivisionError, AssertionError), strict=True,
+    reason="algorithms.py (outside this change) does not yet turn an exactly zero pivot into the "
+           "ValueError: with numba the ABA kernel raises ZeroDivisionError before "
+           "algorithms._check_pivots runs; without numba the pivot's inf/NaN propagates to the "
+           "parent pivots and _check_pivots names the wrong joint (an ancestor: 'j1', romeo's 'TrunkYaw')")
+@pytest.mark.parametrize("name", ["massless_tip", "romeo_laas_small"])
+def test_lenient_model_forward_dynamics_names_the_joint(name):
+    """validate=False: forward dynamics at a configuration where M is singular (here: every
+    configuration, a massless subtree) raises a ValueError naming a joint of the subtree."""
+    import sva_linearizer as sl
+
+    if name == "romeo_laas_small":
+        _needs_erd(name)
+        src, joints = robot_urdf_path(name), "[lr]_gripper_joint"
+    else:
+        src, joints = MASSLESS_TIP, "j_tip2?"
+    with pytest.warns(UserWarning):
+        model = load_urdf(src, validate=False)
+    rng = np.random.default_rng(1)
+    state = sl.State.from_vectors(model, np.r_[0, 0, 0, 0, 0, 0, 1, rng.uniform(-1, 1, model.nj)],
+                                  np.zeros(model.nv))
+    with pytest.raises(ValueError, match=f"mass matrix is singular.*joint '{joints}'"):
+        sl.forward_dynamics(model, state, np.zeros(model.nj))
+    with pytest.raises(ValueError, match=f"mass matrix is singular.*joint '{joints}'"):
+        sl.linearize(model, state, np.zeros(model.nj))
+
+
+def test_lenient_negative_mass_and_indefinite_inertia_warn():
+    bad = ('<inertial><mass value="1"/><inertia ixx="0.1" iyy="0.1" izz="-0.1" ixy="0" ixz="0" iyz="0"/>'
+           '</inertial>')
+    xml = robot(link("base"), link("l1", inertial=bad), link("l2", mass=-0.5),
+                joint("j1", "base", "l1"), joint("j2", "l1", "l2"))
+    with pytest.raises(ValueError, match="link 'l2': negative mass -0.5"):  # strict: the first error
         load_urdf(xml)
-    assert load_urdf(xml, validate=False).nj == 2  # the escape hatch for inspection
+    with pytest.warns(UserWarning) as record:
+        model = load_urdf(xml, validate=False)
+    messages = "\n".join(str(w.message) for w in record)
+    assert re.search(r"link 'l1': inertia tensor is not positive semi-definite.*validate=False", messages)
+    assert re.search(r"link 'l2': negative mass -0.5; accepted because .*validate=False", messages)
+    assert model.bodies[1].inertia[0, 0] == -0.5  # the numbers as given, as Pinocchio takes them
 
 
 # ---------------------------------------------------------------------------------------------

@@ -12,6 +12,12 @@ So the latency is end to end: publisher serialisation, DDS loopback, the node's 
 linearization and serialisation of A and B, DDS again, and deserialisation in Python here. The
 output rate is completed pairs per second after a warm-up. When the node is slower than the input
 it drops to the newest joint state (subscription depth 1) rather than queueing.
+
+Where the node's time goes: ``node CPU/pair`` is the node process's CPU time (user + system, from
+``/proc``; Linux only) in the measurement window divided by the pairs completed in it, and ``node
+linearize`` is the node's own mean wall time in :func:`sva_linearizer.linearize`; the difference
+is the node's DDS work in Python (decoding joint states and every odometry sample, encoding and
+writing A, B and the stamp record) and its validation.
 """
 from __future__ import annotations
 
@@ -26,8 +32,19 @@ from .demo import Echo, start_process, stop_process
 from .transport import DdsTransport, loopback_config, loopback_env, private_domain_id
 
 
+def _cpu_seconds(pid):
+    """User + system CPU time of a process from /proc (Linux); None elsewhere."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
+
+
 def bench_case(robot, rate, seconds=10.0, warmup=2.0, case_index=0):
-    """One robot at one input rate -> dict with input_hz, output_hz, p50, p99 (ms), linearize."""
+    """One robot at one input rate -> dict with input_hz, output_hz, p50, p99 (ms), linearize,
+    cpu_per_pair (ms of node CPU time per output pair, nan where /proc is unavailable)."""
     domain = private_domain_id(os.getpid() + 17 * (case_index + 1))
     env = loopback_env(domain)
     py = sys.executable
@@ -49,8 +66,12 @@ def bench_case(robot, rate, seconds=10.0, warmup=2.0, case_index=0):
             raise RuntimeError(f"no output; node: {node.lines[-5:]}, publisher: {pub.lines[-5:]}")
         t_start = time.time_ns() + int(warmup * 1e9)
         t_end = t_start + int(seconds * 1e9)
+        while time.time_ns() < t_start and pub.poll() is None:
+            transport.spin_once(0.05)
+        cpu0 = _cpu_seconds(node.pid)
         while time.time_ns() < t_end and pub.poll() is None:
             transport.spin_once(0.05)
+        cpu1 = _cpu_seconds(node.pid)
         t_end = min(t_end, time.time_ns())
         pub.wait(30)
     finally:
@@ -66,7 +87,9 @@ def bench_case(robot, rate, seconds=10.0, warmup=2.0, case_index=0):
                 output_hz=len(window) / max((t_end - t_start) * 1e-9, 1e-9),
                 p50=float(np.percentile(lat, 50)) if lat.size else float("nan"),
                 p99=float(np.percentile(lat, 99)) if lat.size else float("nan"),
-                linearize=mean.group(1) if mean else "?")
+                linearize=mean.group(1) if mean else "?",
+                cpu_per_pair=((cpu1 - cpu0) * 1e3 / len(window)
+                              if window and cpu0 is not None and cpu1 is not None else float("nan")))
 
 
 def run_bench(robots=("solo12", "g1_29dof"), rates=(500.0, 1000.0), seconds=10.0, out=None) -> int:
@@ -76,7 +99,7 @@ def run_bench(robots=("solo12", "g1_29dof"), rates=(500.0, 1000.0), seconds=10.0
     print(f"bench-node: publisher, node and receiver in separate processes over loopback DDS; "
           f"{seconds:g} s per case after a warm-up", file=out, flush=True)
     header = (f"{'robot':<10} {'nv':>3} {'A':>7} {'target':>7} {'input':>8} {'output':>8} "
-              f"{'lat p50':>8} {'lat p99':>8} {'node linearize':>15}")
+              f"{'lat p50':>8} {'lat p99':>8} {'node linearize':>15} {'node CPU/pair':>14}")
     print(header, file=out, flush=True)
     code = 0
     i = 0
@@ -92,6 +115,7 @@ def run_bench(robots=("solo12", "g1_29dof"), rates=(500.0, 1000.0), seconds=10.0
             finally:
                 i += 1
             print(f"{robot:<10} {nv:>3} {2 * nv:>3}x{2 * nv:<3} {rate:>5g}Hz {r['input_hz']:>6.0f}Hz "
-                  f"{r['output_hz']:>6.0f}Hz {r['p50']:>6.2f}ms {r['p99']:>6.2f}ms {r['linearize']:>15}",
+                  f"{r['output_hz']:>6.0f}Hz {r['p50']:>6.2f}ms {r['p99']:>6.2f}ms {r['linearize']:>15} "
+                  f"{r['cpu_per_pair']:>11.2f} ms",
                   file=out, flush=True)
     return code
