@@ -15,9 +15,17 @@ if os.environ.get("SVA_LINEARIZER_NO_JIT", "") in ("", "0"):
     except ImportError:  # pragma: no cover - exercised where numba is absent
         pass
 
+if HAVE_NUMBA:
+    prange = _numba.prange
+else:
+    prange = range
 
-def njit(fn):
-    """Compile `fn` in nopython mode with numba's on-disk cache, or return it unchanged."""
-    if HAVE_NUMBA:
-        return _numba.njit(cache=True, nogil=True)(fn)
-    return fn
+
+def njit(fn=None, *, parallel=False):
+    """Compile in nopython mode with numba's on-disk cache (``@njit`` or ``@njit(parallel=True)``),
+    or return the function unchanged."""
+    def wrap(f):
+        if HAVE_NUMBA:
+            return _numba.njit(cache=True, nogil=True, parallel=parallel, error_model="numpy")(f)
+        return f
+    return wrap(fn) if fn is not None else wrap
