@@ -21,11 +21,12 @@ else:
     prange = range
 
 
-def njit(fn=None, *, parallel=False):
-    """Compile in nopython mode with numba's on-disk cache (``@njit`` or ``@njit(parallel=True)``),
-    or return the function unchanged."""
+def njit(fn=None, *, parallel=False, inline="never"):
+    """Compile in nopython mode with numba's on-disk cache (``@njit``, ``@njit(parallel=True)``,
+    ``@njit(inline="always")`` for small helpers of the hot loops), or return `fn` unchanged."""
     def wrap(f):
         if HAVE_NUMBA:
-            return _numba.njit(cache=True, nogil=True, parallel=parallel, error_model="numpy")(f)
+            return _numba.njit(cache=True, nogil=True, parallel=parallel, inline=inline,
+                               error_model="numpy")(f)
         return f
     return wrap(fn) if fn is not None else wrap

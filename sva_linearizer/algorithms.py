@@ -39,25 +39,42 @@ class Data:
         children = [[] for _ in range(nb)]
         for k in range(1, nb):
             children[lam[k]].append(k)
-        anc_ptr, anc_idx, sub_ptr, sub_idx = [0], [], [0], []
+
+        def ranges(joints):  # sorted joint indices -> [a, b) ranges
+            out = []
+            for jj in sorted(joints):
+                if out and out[-1][1] == jj:
+                    out[-1][1] = jj + 1
+                else:
+                    out.append([jj, jj + 1])
+            return out
+
+        anc_ptr, anc_rng, sub_ptr, sub_rng = [0], [], [0], []
         for k in range(nb):
             path, m = [], (lam[k] if k > 0 else -1)
             while m > 0:               # strict ancestors' joints (bodies between k and the base)
                 path.append(m - 1)
                 m = lam[m]
-            anc_idx.extend(sorted(path))
-            anc_ptr.append(len(anc_idx))
+            anc_rng += ranges(path)
+            anc_ptr.append(len(anc_rng))
             stack, members = [k], []
-            while stack:
-                b = stack.pop()
-                if b > 0:
-                    members.append(b - 1)
-                stack.extend(children[b])
-            sub_idx.extend(sorted(members))   # k's own joint first (preorder numbering)
-            sub_ptr.append(len(sub_idx))
-        self.ib = np.array([n, int(model.floating_base), len(anc_idx), len(sub_idx)] + list(lam)
-                           + [0] + [int(t) for t in arr.jtype] + anc_ptr + anc_idx + sub_ptr + sub_idx,
-                           dtype=np.int64)
+            while stack:               # subtree joints, k's own included (the smallest)
+                b_ = stack.pop()
+                if b_ > 0:
+                    members.append(b_ - 1)
+                stack.extend(children[b_])
+            sub_rng += ranges(members)
+            sub_ptr.append(len(sub_rng))
+        nbase = 12 if model.floating_base else 0
+        perm = list(range(nbase))
+        if model.floating_base:
+            perm[6:12] = range(6 + n, 12 + n)       # internal [z_H, v] -> D's [z_H | s | v | r]
+        for jj in range(n):
+            perm += [nbase // 2 + jj, model.nv + nbase // 2 + jj]
+        self.ib = np.array([n, int(model.floating_base), len(anc_rng), len(sub_rng)] + list(lam)
+                           + [0] + [int(t) for t in arr.jtype] + anc_ptr
+                           + [x for rg in anc_rng for x in rg] + sub_ptr
+                           + [x for rg in sub_rng for x in rg] + perm, dtype=np.int64)
         self.fb = np.zeros(K.float_size(n, 2 * model.nv))
         self._bind()
         self.Xtree[1:] = arr.Xtree
@@ -74,7 +91,7 @@ class Data:
 
     def _bind(self):
         ints, floats = K.views(self.ib, self.fb)
-        self.lam, self.jtype, self.anc_ptr, self.anc_idx, self.sub_ptr, self.sub_idx = ints
+        self.lam, self.jtype, self.anc_ptr, self.anc_rng, self.sub_ptr, self.sub_rng, self.perm = ints
         for name, a in zip(K.FLOAT_FIELDS, floats):
             setattr(self, name, a)
 
@@ -219,8 +236,8 @@ def mass_matrix(model, state, data=None):
 def inverse_mass_matrix(model, state, out=None, data=None):
     """IMMAmb (Table 4.7) / IMMA (Table 4.6): M^-1 (nv x nv) without forming M."""
     d = _kinematics(model, state, data)
-    status = K.immamb(d.lam, d.Xup, d.S, d.I, model.floating_base, d.sub_ptr, d.sub_idx, d.IA,
-                      d.U, d.Dd, d.Fc, d.P, d.Minv, d.T, d.T2, d.t6)
+    status = K.immamb(d.lam, d.Xup, d.S, d.I, model.floating_base, d.sub_ptr, d.sub_rng, d.IA, d.U, d.Dd,
+                      d.Fc, d.P, d.Minv, d.T, d.T2, d.t6)
     if status != 0:
         raise singular_mass_matrix_error(model, status)
     if out is None:
@@ -241,7 +258,7 @@ def extended_inverse_dynamics_derivatives(model, state, nu_dot, base_velocity_fr
         raise ValueError(f"base_velocity_frame must be one of {BASE_VELOCITY_FRAMES}, "
                          f"got {base_velocity_frame!r}")
     d = _run_eidamb(model, state, nu_dot, data)
-    K.eidamb_derivatives(d.lam, d.anc_ptr, d.anc_idx, d.sub_ptr, d.sub_idx, d.Xup, d.dXup, d.S,
+    K.eidamb_derivatives(d.lam, d.anc_ptr, d.anc_rng, d.sub_ptr, d.sub_rng, d.perm, d.Xup, d.dXup, d.S,
                          d.I, state.r, d.v, d.a, d.f, model.floating_base, d.g0, d.dv, d.da, d.df,
                          d.D, d.t6)
     nv = model.nv

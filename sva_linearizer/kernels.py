@@ -292,128 +292,201 @@ def eidamb(lam, Xup, S, I, r, rdot, v, a, f, tau, h):
 # --------------------------------------------------------------------------------------------
 # Derivatives of EIDAmb (Tables 4.2-4.5), forward mode over the columns a body depends on
 # --------------------------------------------------------------------------------------------
-@njit
-def _df_column(Ik, vk, hk, dvc, dac, dfc, t6):
-    """df = M da + B(h) dv + v x* (M dv)  (Tables 4.2-4.5, lines 8-11), one column."""
-    mv(Ik, dac, dfc)
-    cross_f(dvc, hk, dfc)
-    mv(Ik, dvc, t6)
-    cross_f(vk, t6, dfc)
+@njit(inline="always")
+def _col_df(Ik, vk, hk, Sk, rk, dvk, dak, dfk, c, tmp):
+    """Column c: da_k -= v_J x dv_k (v_J = r_k Gamma), then
+    df_k = M_k da_k + dv_k x* h_k + v_k x* (M_k dv_k)   (Tables 4.2-4.5, lines 6-11)."""
+    d0, d1, d2, d3, d4, d5 = dvk[c, 0], dvk[c, 1], dvk[c, 2], dvk[c, 3], dvk[c, 4], dvk[c, 5]
+    if rk != 0.0:
+        l0, l1, l2 = rk * Sk[0], rk * Sk[1], rk * Sk[2]
+        w0, w1, w2 = rk * Sk[3], rk * Sk[4], rk * Sk[5]
+        dak[c, 0] -= w1 * d2 - w2 * d1 + l1 * d5 - l2 * d4
+        dak[c, 1] -= w2 * d0 - w0 * d2 + l2 * d3 - l0 * d5
+        dak[c, 2] -= w0 * d1 - w1 * d0 + l0 * d4 - l1 * d3
+        dak[c, 3] -= w1 * d5 - w2 * d4
+        dak[c, 4] -= w2 * d3 - w0 * d5
+        dak[c, 5] -= w0 * d4 - w1 * d3
+    for i in range(6):
+        acc = 0.0
+        acc2 = 0.0
+        for m in range(6):
+            acc += Ik[i, m] * dak[c, m]
+            acc2 += Ik[i, m] * dvk[c, m]
+        dfk[c, i] = acc
+        tmp[i] = acc2
+    # + dv x* h  (B(h) dv, the thesis's x-bar*)
+    f0, f1, f2, n0, n1, n2 = hk[0], hk[1], hk[2], hk[3], hk[4], hk[5]
+    dfk[c, 0] += d4 * f2 - d5 * f1
+    dfk[c, 1] += d5 * f0 - d3 * f2
+    dfk[c, 2] += d3 * f1 - d4 * f0
+    dfk[c, 3] += d4 * n2 - d5 * n1 + d1 * f2 - d2 * f1
+    dfk[c, 4] += d5 * n0 - d3 * n2 + d2 * f0 - d0 * f2
+    dfk[c, 5] += d3 * n1 - d4 * n0 + d0 * f1 - d1 * f0
+    # + v x* (M dv)
+    l0, l1, l2, w0, w1, w2 = vk[0], vk[1], vk[2], vk[3], vk[4], vk[5]
+    f0, f1, f2, n0, n1, n2 = tmp[0], tmp[1], tmp[2], tmp[3], tmp[4], tmp[5]
+    dfk[c, 0] += w1 * f2 - w2 * f1
+    dfk[c, 1] += w2 * f0 - w0 * f2
+    dfk[c, 2] += w0 * f1 - w1 * f0
+    dfk[c, 3] += w1 * n2 - w2 * n1 + l1 * f2 - l2 * f1
+    dfk[c, 4] += w2 * n0 - w0 * n2 + l2 * f0 - l0 * f2
+    dfk[c, 5] += w0 * n1 - w1 * n0 + l0 * f1 - l1 * f0
+
+
+@njit(inline="always")
+def _fwd_cols(X, Ik, vk, hk, Sk, rk, dvp, dap, dvk, dak, dfk, c0, c1, tmp):
+    """Columns c0..c1-1 that body k inherits from its parent p (4.2 l6-7, 4.3 l4-6, 4.4 l5-6,
+    4.5 l3-5): dv_k = X dv_p, da_k = X da_p - v_J x dv_k, then df_k."""
+    for c in range(c0, c1):
+        for i in range(6):
+            acc = 0.0
+            acc2 = 0.0
+            for m in range(6):
+                acc += X[i, m] * dvp[c, m]
+                acc2 += X[i, m] * dap[c, m]
+            dvk[c, i] = acc
+            dak[c, i] = acc2
+        _col_df(Ik, vk, hk, Sk, rk, dvk, dak, dfk, c, tmp)
+
+
+@njit(inline="always")
+def _fwd_cols_H(X, Ik, dap, dak, dfk, tmp):
+    """The z_H columns 0..5 (Table 4.2 lines 6-9): v_k does not depend on H at fixed body twist
+    (dv = 0), so da_k = X da_p and df_k = M_k da_k."""
+    for c in range(6):
+        for i in range(6):
+            acc = 0.0
+            for m in range(6):
+                acc += X[i, m] * dap[c, m]
+            tmp[i] = acc
+        for i in range(6):
+            dak[c, i] = tmp[i]
+        for i in range(6):
+            acc = 0.0
+            for m in range(6):
+                acc += Ik[i, m] * tmp[m]
+            dfk[c, i] = acc
+
+
+@njit(inline="always")
+def _bwd_cols(X, Sk, dfk, dfp, Drow, perm, c0, c1, up):
+    """Columns c0..c1-1 of body k on the way back: the row of joint k, Gamma^T df_k (4.2 l15,
+    4.3 l34, 4.4-4.5 l14), and df_lam += X^T df_k (4.2 l12, 4.3 l19, 4.4-4.5 l11)."""
+    for c in range(c0, c1):
+        Drow[perm[c]] = (Sk[0] * dfk[c, 0] + Sk[1] * dfk[c, 1] + Sk[2] * dfk[c, 2]
+                         + Sk[3] * dfk[c, 3] + Sk[4] * dfk[c, 4] + Sk[5] * dfk[c, 5])
+        if up:
+            for m in range(6):
+                acc = 0.0
+                for i in range(6):
+                    acc += X[i, m] * dfk[c, i]
+                dfp[c, m] += acc
 
 
 @njit
-def eidamb_derivatives(lam, anc_ptr, anc_idx, sub_ptr, sub_idx, Xup, dXup, S, I, r, v, a, f,
+def eidamb_derivatives(lam, anc_ptr, anc_rng, sub_ptr, sub_rng, perm, Xup, dXup, S, I, r, v, a, f,
                        floating, g0, dv, da, df, D, t6):
     """Derivatives of EIDAmb w.r.t. H, s, v, r (Tables 4.2-4.5) in one forward-mode pass.
 
-    Column layout of D (nv x 2nv), with tangent column c of body k stored as dv[k, c] (6-vector),
-    and likewise da, df:
-      floating: [z_H (6) | s (N) | v (6, body twist) | r (N)];  fixed: [s (N) | r (N)].
-    Needs v, a, f from eidamb (f[k] as subtree sums) at the same state and acceleration.
+    D (nv x 2nv) has the columns [z_H (6) | s (N) | v (6, body twist) | r (N)] (floating) or
+    [s (N) | r (N)] (fixed). Inside, tangent column c of body k is dv[k, c] (a 6-vector; likewise
+    da, df) in the order [z_H (6), v (6)] then (s_j, r_j) for each joint j; perm[c] is its column
+    in D. Needs v, a, f from eidamb (f[k] as subtree sums) at the same state and acceleration.
     g0 = a_0^r = ^0R_A a_grav. With the body twist held fixed (thesis_notes section 3) v_0 does not
     depend on H (Table 4.2 line 1 is zero) and only gravity does (line 2).
 
-    Sparsity: body k's velocity and acceleration depend only on the base columns and the s, r
-    columns of the joints on its path to the base (anc: ancestors' joints, CSR over bodies); its
-    subtree force f[k] also on its subtree's joints (sub, CSR, k's own joint included). Only those
-    columns are touched: O(N d) work.
+    Sparsity: body k's velocity and acceleration depend only on the base columns and on the joints
+    of its path to the base (anc_rng[anc_ptr[k]:anc_ptr[k+1]]: ranges [a, b) of joint indices,
+    the strict ancestors'); its subtree force f[k] also on its subtree's joints (sub_rng, likewise;
+    k's own joint is the first). Only those columns are touched: O(N d) work.
     Table 4.3's dM^c/ds_k propagation (lines 14-18, 24-26, 30-46) is not needed: M^c ^k a_{A,0} is
     carried inside f[k] (see eidamb), whose s-derivative is propagated directly (lines 19-20)."""
     nb = lam.shape[0]
     n = nb - 1
-    if floating:
-        os_, ov, orr, row0, nbase = 6, 6 + n, 12 + n, 6, 12
-    else:
-        os_, ov, orr, row0, nbase = 0, -1, n, 0, 0
-    nv = D.shape[0]
-    for i in range(row0, nv):                                    # joint rows are sparse
-        for c in range(D.shape[1]):
+    nbase = 12 if floating else 0
+    row0 = 6 if floating else 0
+    nx = D.shape[1]
+    for i in range(D.shape[0]):                                   # joint rows are sparse
+        for c in range(nx):
             D[i, c] = 0.0
-    # base body: columns z_H (0..5) and v (ov..ov+5)
-    mv(I[0], v[0], t6[0])
-    for b in range(nbase):
-        c = b if b < 6 else ov + b - 6
-        for i in range(6):
-            dv[0, c, i] = 0.0
-            da[0, c, i] = 0.0
-        if b >= 6:
-            dv[0, c, b - 6] = 1.0                                # Table 4.4 line 1
-        elif b >= 3:                                             # Table 4.2 line 2: d a_0^r / dH
-            e0 = 1.0 if b == 3 else 0.0
-            e1 = 1.0 if b == 4 else 0.0
-            e2 = 1.0 if b == 5 else 0.0
-            # skew(g0) e_m = g0 x e_m
-            da[0, c, 0] = g0[1] * e2 - g0[2] * e1
-            da[0, c, 1] = g0[2] * e0 - g0[0] * e2
-            da[0, c, 2] = g0[0] * e1 - g0[1] * e0
-        _df_column(I[0], v[0], t6[0], dv[0, c], da[0, c], df[0, c], t6[1])   # lines 3-4
-    if floating:
-        for j in range(n):                                       # joint columns of f[0]: from
-            for i in range(6):                                   # the backward pass only
-                df[0, os_ + j, i] = 0.0
-                df[0, orr + j, i] = 0.0
+    tmp = t6[7]
+    if floating:                                                  # base body: z_H and v columns
+        mv(I[0], v[0], t6[0])
+        for c in range(12):
+            for i in range(6):
+                dv[0, c, i] = 0.0
+                da[0, c, i] = 0.0
+            if c >= 6:
+                dv[0, c, c - 6] = 1.0                             # Table 4.4 line 1
+            elif c >= 3:                                          # Table 4.2 line 2: g0 x e_m
+                e0 = 1.0 if c == 3 else 0.0
+                e1 = 1.0 if c == 4 else 0.0
+                e2 = 1.0 if c == 5 else 0.0
+                da[0, c, 0] = g0[1] * e2 - g0[2] * e1
+                da[0, c, 1] = g0[2] * e0 - g0[0] * e2
+                da[0, c, 2] = g0[0] * e1 - g0[1] * e0
+            _col_df(I[0], v[0], t6[0], S[0], 0.0, dv[0], da[0], df[0], c, tmp)   # lines 3-4
+        for c in range(12, nx):                                   # joint columns of f[0]: from
+            for i in range(6):                                    # the backward pass only
+                df[0, c, i] = 0.0
     for k in range(1, nb):
         p = lam[k]
         j = k - 1
         rk = r[j]
-        Xk = Xup[k]
-        Ik = I[k]
-        mv(Ik, v[k], t6[0])                                      # h_k = M_k v_k
+        Xk, Ik, Sk, vk = Xup[k], I[k], S[k], v[k]
+        dvk, dak, dfk, dvp, dap = dv[k], da[k], df[k], dv[p], da[p]
         hk = t6[0]
-        # columns inherited from the parent: base, then the parent's path (4.2 l6-7, 4.3 l4-6,
-        # 4.4 l5-6, 4.5 l3-5): dv_k = X dv_p, da_k = X da_p - v_J x dv_k
-        na = anc_ptr[k + 1] - anc_ptr[k]
-        for t in range(nbase + 2 * na):
-            if t < nbase:
-                c = t if t < 6 else ov + t - 6
-            else:
-                jj = anc_idx[anc_ptr[k] + (t - nbase) // 2]
-                c = os_ + jj if (t - nbase) % 2 == 0 else orr + jj
-            mv(Xk, dv[p, c], dv[k, c])
-            mv(Xk, da[p, c], da[k, c])
-            cross_m(S[k], dv[k, c], da[k, c], -rk)
-            _df_column(Ik, v[k], hk, dv[k, c], da[k, c], df[k, c], t6[1])
+        mv(Ik, vk, hk)                                            # h_k = M_k v_k
+        if floating:
+            _fwd_cols_H(Xk, Ik, dap, dak, dfk, tmp)
+            _fwd_cols(Xk, Ik, vk, hk, Sk, rk, dvp, dap, dvk, dak, dfk, 6, 12, tmp)
+        for t in range(anc_ptr[k], anc_ptr[k + 1]):
+            _fwd_cols(Xk, Ik, vk, hk, Sk, rk, dvp, dap, dvk, dak, dfk,
+                      nbase + 2 * anc_rng[t, 0], nbase + 2 * anc_rng[t, 1], tmp)
         # own s column (4.3 l5, l7 + l29): dv_k = dXup v_p, da_k = dXup a_p - v_J x dv_k
-        c = os_ + j
-        mv(dXup[k], v[p], dv[k, c])
-        mv(dXup[k], a[p], da[k, c])
-        cross_m(S[k], dv[k, c], da[k, c], -rk)
-        _df_column(Ik, v[k], hk, dv[k, c], da[k, c], df[k, c], t6[1])
-        # own r column (4.5 l4, l6): dv_k = Gamma, da_k = v_k x Gamma (v_J x Gamma = 0)
-        c = orr + j
+        c = nbase + 2 * j
+        dXk = dXup[k]
         for i in range(6):
-            dv[k, c, i] = S[k, i]
-            da[k, c, i] = 0.0
-        cross_m(v[k], S[k], da[k, c], 1.0)
-        _df_column(Ik, v[k], hk, dv[k, c], da[k, c], df[k, c], t6[1])
+            acc = 0.0
+            acc2 = 0.0
+            for m in range(6):
+                acc += dXk[i, m] * v[p, m]
+                acc2 += dXk[i, m] * a[p, m]
+            dvk[c, i] = acc
+            dak[c, i] = acc2
+        _col_df(Ik, vk, hk, Sk, rk, dvk, dak, dfk, c, tmp)
+        # own r column (4.5 l4, l6): dv_k = Gamma, da_k = v_k x Gamma (v_J x Gamma = 0)
+        c += 1
+        for i in range(6):
+            dvk[c, i] = Sk[i]
+            dak[c, i] = 0.0
+        cross_m(vk, Sk, dak[c], 1.0)
+        _col_df(Ik, vk, hk, Sk, 0.0, dvk, dak, dfk, c, tmp)
         # the subtree's columns of f[k] are filled by the backward pass
-        for t in range(sub_ptr[k] + 1, sub_ptr[k + 1]):
-            jj = sub_idx[t]
-            for i in range(6):
-                df[k, os_ + jj, i] = 0.0
-                df[k, orr + jj, i] = 0.0
+        for t in range(sub_ptr[k], sub_ptr[k + 1]):
+            c0 = nbase + 2 * (j + 1) if t == sub_ptr[k] else nbase + 2 * sub_rng[t, 0]
+            for c in range(c0, nbase + 2 * sub_rng[t, 1]):
+                for i in range(6):
+                    dfk[c, i] = 0.0
     for k in range(n, 0, -1):
         j = k - 1
         p = lam[k]
         up = p > 0 or floating
-        na = anc_ptr[k + 1] - anc_ptr[k]
-        ns = sub_ptr[k + 1] - sub_ptr[k]
-        for t in range(nbase + 2 * (na + ns)):
-            if t < nbase:
-                c = t if t < 6 else ov + t - 6
-            else:
-                u = (t - nbase) // 2
-                jj = anc_idx[anc_ptr[k] + u] if u < na else sub_idx[sub_ptr[k] + u - na]
-                c = os_ + jj if (t - nbase) % 2 == 0 else orr + jj
-            D[row0 + j, c] = dot6(S[k], df[k, c])                # 4.2 l15, 4.3 l34, 4.4-4.5 l14
-            if up:
-                mtv_add(Xup[k], df[k, c], df[p, c])              # 4.3 l19, 4.2 l12, 4.4-4.5 l11
+        Xk, Sk, dfk, dfp, Drow = Xup[k], S[k], df[k], df[p], D[row0 + j]
+        _bwd_cols(Xk, Sk, dfk, dfp, Drow, perm, 0, nbase, up)
+        for t in range(anc_ptr[k], anc_ptr[k + 1]):
+            _bwd_cols(Xk, Sk, dfk, dfp, Drow, perm, nbase + 2 * anc_rng[t, 0],
+                      nbase + 2 * anc_rng[t, 1], up)
+        for t in range(sub_ptr[k], sub_ptr[k + 1]):
+            _bwd_cols(Xk, Sk, dfk, dfp, Drow, perm, nbase + 2 * sub_rng[t, 0],
+                      nbase + 2 * sub_rng[t, 1], up)
         if up:
-            mtv_add(dXup[k], f[k], df[p, os_ + j])               # 4.3 l20
+            mtv_add(dXup[k], f[k], dfp[nbase + 2 * j])            # 4.3 l20
     if floating:
-        for c in range(D.shape[1]):                              # 4.2 l17, 4.3 l49, 4.4-4.5 l16
+        for c in range(nx):                                       # 4.2 l17, 4.3 l49, 4.4-4.5 l16
+            pc = perm[c]
             for i in range(6):
-                D[i, c] = df[0, c, i]
+                D[i, pc] = df[0, c, i]
 
 
 # --------------------------------------------------------------------------------------------
@@ -552,10 +625,10 @@ def crbamb(lam, Xup, S, I, floating, Ic, M, t6):
 # IMMA (Table 4.6) / IMMAmb (Table 4.7)
 # --------------------------------------------------------------------------------------------
 @njit
-def immamb(lam, Xup, S, I, floating, sub_ptr, sub_idx, IA, U, Dd, Fc, P, Minv, T, T2, t6):
+def immamb(lam, Xup, S, I, floating, sub_ptr, sub_rng, IA, U, Dd, Fc, P, Minv, T, T2, t6):
     """IMMA (Table 4.6, fixed base) and IMMAmb (Table 4.7, moving base): M^-1 without forming M.
 
-    subtree(k) (as joint indices, k's own first) is sub_idx[sub_ptr[k]:sub_ptr[k+1]].
+    subtree(k) (joint indices, k's own included) is the ranges sub_rng[sub_ptr[k]:sub_ptr[k+1]].
     Fc[k, col] is column col of the thesis's 6 x N matrix F_k, P[k, col] column col of P_k.
     Minv is nv x nv with the base block first for a moving base. T, T2: 6x6 scratch.
     Returns 0, or k > 0 if the pivot D_k vanishes (M singular), or -1 if M^A_0 does."""
@@ -565,35 +638,42 @@ def immamb(lam, Xup, S, I, floating, sub_ptr, sub_idx, IA, U, Dd, Fc, P, Minv, T
     for i in range(Minv.shape[0]):
         for c in range(Minv.shape[1]):
             Minv[i, c] = 0.0
+    scale = 0.0
     for k in range(nb):                                              # lines 1-5
         IA[k] = I[k]
-        for t in range(sub_ptr[k], sub_ptr[k + 1]):
-            for i in range(6):
-                Fc[k, sub_idx[t], i] = 0.0
-    scale = 0.0
-    for k in range(nb):
         scale = max(scale, abs(I[k, 0, 0]) + abs(I[k, 3, 3]))
+        for t in range(sub_ptr[k], sub_ptr[k + 1]):
+            for col in range(sub_rng[t, 0], sub_rng[t, 1]):
+                for i in range(6):
+                    Fc[k, col, i] = 0.0
     for k in range(n, 0, -1):                                        # line 6
         j = k - 1
         p = lam[k]
-        mv(IA[k], S[k], U[k])                                        # line 7
-        Dd[k] = dot6(S[k], U[k])                                     # line 8
-        if not Dd[k] > 1e-12 * scale:
+        Sk, Uk, Xk, Fck, Fcp = S[k], U[k], Xup[k], Fc[k], Fc[p]
+        mv(IA[k], Sk, Uk)                                            # line 7
+        Dk = dot6(Sk, Uk)                                            # line 8
+        Dd[k] = Dk
+        if not Dk > 1e-12 * scale:
             return k
-        Minv[off + j, off + j] = 1.0 / Dd[k]                         # line 9
+        Minv[off + j, off + j] = 1.0 / Dk                            # line 9
         up = p > 0 or floating                                       # line 11 (4.6); always (4.7)
+        Mrow = Minv[off + j]
         for t in range(sub_ptr[k], sub_ptr[k + 1]):
-            col = sub_idx[t]
-            Minv[off + j, off + col] -= dot6(S[k], Fc[k, col]) / Dd[k]       # line 10
-            if up:
-                m = Minv[off + j, off + col]
-                for i in range(6):
-                    t6[0, i] = Fc[k, col, i] + U[k, i] * m
-                mtv_add(Xup[k], t6[0], Fc[p, col])                   # line 12 / 11
+            for col in range(sub_rng[t, 0], sub_rng[t, 1]):
+                m = Mrow[off + col] - (Sk[0] * Fck[col, 0] + Sk[1] * Fck[col, 1]
+                                       + Sk[2] * Fck[col, 2] + Sk[3] * Fck[col, 3]
+                                       + Sk[4] * Fck[col, 4] + Sk[5] * Fck[col, 5]) / Dk  # line 10
+                Mrow[off + col] = m
+                if up:                                               # line 12 / 11
+                    for c in range(6):
+                        acc = 0.0
+                        for i in range(6):
+                            acc += Xk[i, c] * (Fck[col, i] + Uk[i] * m)
+                        Fcp[col, c] += acc
         for i in range(6):                                           # line 13 / 12
             for m in range(6):
-                T2[i, m] = IA[k, i, m] - U[k, i] * U[k, m] / Dd[k]
-        congruence_add(Xup[k], T2, T, IA[p])                         # line 14 / 13
+                T2[i, m] = IA[k, i, m] - Uk[i] * Uk[m] / Dk
+        congruence_add(Xk, T2, T, IA[p])                             # line 14 / 13
     if floating:
         if not inv_spd6(IA[0], T2, T):                               # 4.7 line 25: (M^A_0)^-1
             return -1
@@ -607,19 +687,24 @@ def immamb(lam, Xup, S, I, floating, sub_ptr, sub_idx, IA, U, Dd, Fc, P, Minv, T
         for col in range(n):
             for i in range(6):
                 P[0, col, i] = 0.0
+    w = t6[0]
     for k in range(1, nb):                                           # line 17 / 16
         j = k - 1
-        p = lam[k]
+        Sk, Xk, Pk, Pp, Mrow = S[k], Xup[k], P[k], P[lam[k]], Minv[off + j]
         for i in range(6):                                           # w = X^T U / D
-            t6[0, i] = 0.0
-        mtv_add(Xup[k], U[k], t6[0])
+            w[i] = 0.0
+        mtv_add(Xk, U[k], w)
+        Dk = Dd[k]
         for col in range(n):
-            Pp = P[p, col]
-            Minv[off + j, off + col] -= dot6(t6[0], Pp) / Dd[k]      # line 19 / 17
-            mv(Xup[k], Pp, P[k, col])                                # lines 21-23 / 18
-            mjc = Minv[off + j, off + col]
-            for i in range(6):
-                P[k, col, i] += S[k, i] * mjc
+            m = Mrow[off + col] - (w[0] * Pp[col, 0] + w[1] * Pp[col, 1] + w[2] * Pp[col, 2]
+                                   + w[3] * Pp[col, 3] + w[4] * Pp[col, 4]
+                                   + w[5] * Pp[col, 5]) / Dk         # line 19 / 17
+            Mrow[off + col] = m
+            for i in range(6):                                       # lines 21-23 / 18
+                acc = Sk[i] * m
+                for c in range(6):
+                    acc += Xk[i, c] * Pp[col, c]
+                Pk[col, i] = acc
     for i in range(n):                                               # lines 26-30 / 20-24
         for jj in range(i + 1, n):
             Minv[off + jj, off + i] = Minv[off + i, off + jj]
@@ -636,8 +721,9 @@ def immamb(lam, Xup, S, I, floating, sub_ptr, sub_idx, IA, U, Dd, Fc, P, Minv, T
 # --------------------------------------------------------------------------------------------
 # The whole linearization in one call, on flat buffers
 # --------------------------------------------------------------------------------------------
-# Int buffer: header [N, floating, len(anc_idx), len(sub_idx)], then lam (N+1), jtype (N+1),
-# anc_ptr (N+2), anc_idx, sub_ptr (N+2), sub_idx.
+# Int buffer: header [N, floating, number of ancestor ranges, number of subtree ranges], then
+# lam (N+1), jtype (N+1), anc_ptr (N+2), anc_rng (ranges x 2), sub_ptr (N+2), sub_rng (ranges x 2),
+# perm (2 nv); see eidamb_derivatives.
 # Float buffer: the model (Xtree, I, jaxis, jpitch, a_grav), then the workspace; `views` carves
 # both into named arrays (the order of FLOAT_FIELDS).
 INT_HEADER = 4
@@ -670,11 +756,13 @@ def views(ib, fb):
     o += nb
     anc_ptr = ib[o:o + nb + 1]
     o += nb + 1
-    anc_idx = ib[o:o + ib[2]]
-    o += ib[2]
+    anc_rng = ib[o:o + 2 * ib[2]].reshape((ib[2], 2))
+    o += 2 * ib[2]
     sub_ptr = ib[o:o + nb + 1]
     o += nb + 1
-    sub_idx = ib[o:o + ib[3]]
+    sub_rng = ib[o:o + 2 * ib[3]].reshape((ib[3], 2))
+    o += 2 * ib[3]
+    perm = ib[o:o + nx]
     o = 0
     Xtree = fb[o:o + nb * 36].reshape((nb, 6, 6))
     o += nb * 36
@@ -737,15 +825,15 @@ def views(ib, fb):
     T2 = fb[o:o + 36].reshape((6, 6))
     o += 36
     t6 = fb[o:o + 48].reshape((8, 6))
-    return ((lam, jtype, anc_ptr, anc_idx, sub_ptr, sub_idx),
+    return ((lam, jtype, anc_ptr, anc_rng, sub_ptr, sub_rng, perm),
             (Xtree, I, jaxis, jpitch, a_grav, XJ, dXJ, Xup, dXup, S, v, a, f, IA, U, Dd, Fc, P, dv,
              da, df, D, Minv, nu_dot, bias, tau_id, R, g0, T, T2, t6))
 
 
 @njit
-def _linearize(ib, fb, s, r, Rb, vb, tau, A, B):
+def _linearize(ib, fb, s, r, quat, vb, tau, A, B):
     """One linearization (thesis_notes section 2) on the buffers; see linearize_packed."""
-    (lam, jtype, anc_ptr, anc_idx, sub_ptr, sub_idx), (
+    (lam, jtype, anc_ptr, anc_rng, sub_ptr, sub_rng, perm), (
         Xtree, I, jaxis, jpitch, a_grav, XJ, dXJ, Xup, dXup, S, v, a, f, IA, U, Dd, Fc, P, dv, da,
         df, D, Minv, nu_dot, bias, tau_id, R, g0, T, T2, t6) = views(ib, fb)
     n = ib[0]
@@ -754,9 +842,7 @@ def _linearize(ib, fb, s, r, Rb, vb, tau, A, B):
     off = nv - n
     kinematics(jtype, jaxis, jpitch, Xtree, s, XJ, dXJ, S, Xup, dXup)
     if floating:
-        for i in range(3):
-            for c in range(3):
-                R[i, c] = Rb[i, c]
+        quat_to_rot(quat, R)
         gravity_in_base(R, a_grav, g0)
         for i in range(6):
             v[0, i] = vb[i]
@@ -778,7 +864,7 @@ def _linearize(ib, fb, s, r, Rb, vb, tau, A, B):
         bias[i] = tau[i - off] - tau_id[i]
     for i in range(off):
         bias[i] = -tau_id[i]
-    status = immamb(lam, Xup, S, I, floating, sub_ptr, sub_idx, IA, U, Dd, Fc, P, Minv, T, T2, t6)
+    status = immamb(lam, Xup, S, I, floating, sub_ptr, sub_rng, IA, U, Dd, Fc, P, Minv, T, T2, t6)
     if status != 0:
         return status
     for i in range(nv):
@@ -790,7 +876,7 @@ def _linearize(ib, fb, s, r, Rb, vb, tau, A, B):
     for i in range(6):
         a[0, i] = g0[i] + (nu_dot[i] if floating else 0.0)
     eidamb(lam, Xup, S, I, r, nu_dot[off:], v, a, f, tau_id[off:], t6[0])
-    eidamb_derivatives(lam, anc_ptr, anc_idx, sub_ptr, sub_idx, Xup, dXup, S, I, r, v, a, f,
+    eidamb_derivatives(lam, anc_ptr, anc_rng, sub_ptr, sub_rng, perm, Xup, dXup, S, I, r, v, a, f,
                        floating, g0, dv, da, df, D, t6)
     # A = [[-ad(v) (+) 0, I], [-Minv D]], B = [[0], [Minv S]]  (3.53)
     nx = 2 * nv
@@ -824,12 +910,12 @@ def _linearize(ib, fb, s, r, Rb, vb, tau, A, B):
 
 
 @njit
-def linearize_packed(ib, fb, s, r, Rb, vb, tau, A, B):
-    """A (2nv x 2nv) and B (2nv x nj) at one state (joint positions s, rates r, base rotation Rb,
+def linearize_packed(ib, fb, s, r, quat, vb, tau, A, B):
+    """A (2nv x 2nv) and B (2nv x nj) at one state (joint positions s, rates r, base quaternion quat,
     base body twist vb; ignored for a fixed base), written into A and B; nu_dot, Minv and the
     EIDAmb derivatives D stay in the workspace (fb). Returns 0, k > 0 if the pivot of body k (joint
     k-1) vanishes (M singular there), -1 if the base's articulated inertia is singular."""
-    return _linearize(ib, fb, s, r, Rb, vb, tau, A, B)
+    return _linearize(ib, fb, s, r, quat, vb, tau, A, B)
 
 
 def num_threads():
@@ -854,12 +940,11 @@ def linearize_batch_packed(ib, fbs, Q, V, TAU, A, B, NU, status):
         nu_dot = views(ib, fb)[1][23]
         lo = (N * ch) // nchunk
         hi = (N * (ch + 1)) // nchunk
-        Rb = np.empty((3, 3))
         for i in range(lo, hi):
             if floating:
-                quat_to_rot(Q[i, 3:7], Rb)
-                status[i] = _linearize(ib, fb, Q[i, 7:], V[i, 6:], Rb, V[i, 0:6], TAU[i], A[i],
-                                       B[i])
+                status[i] = _linearize(ib, fb, Q[i, 7:], V[i, 6:], Q[i, 3:7], V[i, 0:6], TAU[i],
+                                       A[i], B[i])
             else:
-                status[i] = _linearize(ib, fb, Q[i], V[i], Rb, V[i, 0:0], TAU[i], A[i], B[i])
+                status[i] = _linearize(ib, fb, Q[i], V[i], Q[i, 0:0], V[i, 0:0], TAU[i], A[i],
+                                       B[i])
             NU[i] = nu_dot

@@ -69,7 +69,7 @@ def linearize(model, state, tau, *, data=None, out=None, dt=None):
         A, B = _out_arrays(out, (2 * d.nv, 2 * d.nv), (2 * d.nv, d.nj))
     if d.custom:
         alg.fill_custom(d, state.s)
-    status = K.linearize_packed(d.ib, d.fb, state.s, state.r, state.R, state.v_base, tau, A, B)
+    status = K.linearize_packed(d.ib, d.fb, state.s, state.r, state.quat, state.v_base, tau, A, B)
     if status != 0:
         raise alg.singular_mass_matrix_error(model, status)
     nv = d.nv
