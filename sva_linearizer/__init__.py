@@ -4,6 +4,7 @@ Algorithms of M.P. Bos, "Efficient Geometric Sensitivity Analysis of Moving-Base
 Dynamics" (TU/e 2019): EIDAmb and its left-trivialized derivatives, IMMA / IMMAmb, ABAmb, CRBAmb.
 """
 from .algorithms import (
+    Data,
     extended_inverse_dynamics,
     extended_inverse_dynamics_derivatives,
     forward_dynamics,
@@ -12,7 +13,7 @@ from .algorithms import (
     rneamb,
 )
 from .joints import Joint
-from .linearize import Linearization, linearize, linearize_batch
+from .linearize import Linearization, discretize, linearize, linearize_batch
 from .model import Inertia, Model
 from .state import State
 
@@ -27,7 +28,7 @@ def load_urdf(path_or_xml, floating_base=True, gravity=(0.0, 0.0, -9.81), valida
 
 
 __all__ = [
-    "Inertia", "Joint", "Linearization", "Model", "State", "extended_inverse_dynamics",
+    "Data", "Inertia", "Joint", "Linearization", "Model", "State", "extended_inverse_dynamics",
     "extended_inverse_dynamics_derivatives", "forward_dynamics", "inverse_mass_matrix",
-    "linearize", "linearize_batch", "load_urdf", "mass_matrix", "rneamb", "__version__",
+    "discretize", "linearize", "linearize_batch", "load_urdf", "mass_matrix", "rneamb", "__version__",
 ]

@@ -15,9 +15,18 @@ if os.environ.get("SVA_LINEARIZER_NO_JIT", "") in ("", "0"):
     except ImportError:  # pragma: no cover - exercised where numba is absent
         pass
 
+if HAVE_NUMBA:
+    prange = _numba.prange
+else:
+    prange = range
 
-def njit(fn):
-    """Compile `fn` in nopython mode with numba's on-disk cache, or return it unchanged."""
-    if HAVE_NUMBA:
-        return _numba.njit(cache=True, nogil=True)(fn)
-    return fn
+
+def njit(fn=None, *, parallel=False, inline="never"):
+    """Compile in nopython mode with numba's on-disk cache (``@njit``, ``@njit(parallel=True)``,
+    ``@njit(inline="always")`` for small helpers of the hot loops), or return `fn` unchanged."""
+    def wrap(f):
+        if HAVE_NUMBA:
+            return _numba.njit(cache=True, nogil=True, parallel=parallel, inline=inline,
+                               error_model="numpy")(f)
+        return f
+    return wrap(fn) if fn is not None else wrap

@@ -6,6 +6,9 @@
     extended_inverse_dynamics      EIDAmb (Table 4.1)
     extended_inverse_dynamics_derivatives   Tables 4.2-4.5
     inverse_mass_matrix            IMMA (Table 4.6) / IMMAmb (Table 4.7)
+
+Every function takes an optional `data=sl.Data(model)`: the preallocated buffers of one model (the
+Data of a Model/Data split, as in Pinocchio). Without it, a Data cached on the model is used.
 """
 from __future__ import annotations
 
@@ -17,58 +20,112 @@ from .state import State, as_vector
 BASE_VELOCITY_FRAMES = ("body", "inertial")
 
 
-class Workspace:
-    """Preallocated arrays for one model (the 'Data' of the Model/Data split)."""
+class Data:
+    """Preallocated buffers for one model: the model's arrays and every workspace the algorithms
+    write, carved out of one int and one float buffer (kernels.views), so that a compiled call
+    takes few arguments and allocates nothing. Results read from a Data (`data.Minv`,
+    `data.nu_dot`, `data.D`, ...) are overwritten by the next call that uses it. Not thread-safe:
+    use one Data per thread."""
 
     def __init__(self, model):
         arr = model.arrays()
+        self._arrays = arr
+        self.model_name = model.name
         n = model.nj
         nb = n + 1
-        nx = 2 * model.nv
-        self.lam = np.concatenate([[-1], arr.parent + 1]).astype(np.int64)
-        self.Xtree = np.zeros((nb, 6, 6))
-        self.Xtree[1:] = arr.Xtree
-        self.I = np.zeros((nb, 6, 6))
-        self.I[0] = arr.base_inertia
-        self.I[1:] = arr.inertia
-        # subtree(k) as joint indices, CSR layout (for IMMA/IMMAmb)
+        self.nj, self.nv, self.floating_base = n, model.nv, model.floating_base
+        self.custom = tuple((j, model.bodies[j].joint) for j in arr.custom)
+        lam = np.concatenate([[-1], arr.parent + 1]).astype(np.int64)
         children = [[] for _ in range(nb)]
         for k in range(1, nb):
-            children[self.lam[k]].append(k)
-        ptr, idx = [0], []
+            children[lam[k]].append(k)
+
+        def ranges(joints):  # sorted joint indices -> [a, b) ranges
+            out = []
+            for jj in sorted(joints):
+                if out and out[-1][1] == jj:
+                    out[-1][1] = jj + 1
+                else:
+                    out.append([jj, jj + 1])
+            return out
+
+        anc_ptr, anc_rng, sub_ptr, sub_rng = [0], [], [0], []
         for k in range(nb):
+            path, m = [], (lam[k] if k > 0 else -1)
+            while m > 0:               # strict ancestors' joints (bodies between k and the base)
+                path.append(m - 1)
+                m = lam[m]
+            anc_rng += ranges(path)
+            anc_ptr.append(len(anc_rng))
             stack, members = [k], []
-            while stack:
-                b = stack.pop()
-                if b > 0:
-                    members.append(b - 1)
-                stack.extend(children[b])
-            idx.extend(sorted(members))
-            ptr.append(len(idx))
-        self.sub_ptr = np.array(ptr, dtype=np.int64)
-        self.sub_idx = np.array(idx, dtype=np.int64)
-        z66 = lambda: np.zeros((nb, 6, 6))  # noqa: E731
-        z6 = lambda: np.zeros((nb, 6))  # noqa: E731
-        self.XJ, self.dXJ, self.Xup, self.dXup = z66(), z66(), z66(), z66()
-        self.IA, self.Ic = z66(), z66()
-        self.S, self.v, self.a, self.f, self.c, self.pA, self.U = z6(), z6(), z6(), z6(), z6(), z6(), z6()
-        self.Dd, self.u = np.zeros(nb), np.zeros(nb)
-        self.dv, self.da, self.df = (np.zeros((nb, 6, nx)) for _ in range(3))
-        self.Fc, self.P = np.zeros((nb, n, 6)), np.zeros((nb, 6, n))
-        self.tau = np.zeros(n)
-        self.rdd = np.zeros(n)
-        self.g0 = np.zeros(6)
+            while stack:               # subtree joints, k's own included (the smallest)
+                b_ = stack.pop()
+                if b_ > 0:
+                    members.append(b_ - 1)
+                stack.extend(children[b_])
+            sub_rng += ranges(members)
+            sub_ptr.append(len(sub_rng))
+        nbase = 12 if model.floating_base else 0
+        perm = list(range(nbase))
+        if model.floating_base:
+            perm[6:12] = range(6 + n, 12 + n)       # internal [z_H, v] -> D's [z_H | s | v | r]
+        for jj in range(n):
+            perm += [nbase // 2 + jj, model.nv + nbase // 2 + jj]
+        self.ib = np.array([n, int(model.floating_base), len(anc_rng), len(sub_rng)] + list(lam)
+                           + [0] + [int(t) for t in arr.jtype] + anc_ptr
+                           + [x for rg in anc_rng for x in rg] + sub_ptr
+                           + [x for rg in sub_rng for x in rg] + perm, dtype=np.int64)
+        self.fb = np.zeros(K.float_size(n, 2 * model.nv))
+        self._bind()
+        self.Xtree[1:] = arr.Xtree
+        self.I[0] = arr.base_inertia
+        self.I[1:] = arr.inertia
+        self.jaxis[1:] = arr.jaxis
+        self.jpitch[1:] = arr.jpitch
+        self.a_grav[:] = arr.a_grav
+        self.R[:] = np.eye(3)
+        self.A = np.zeros((2 * self.nv, 2 * self.nv))
+        self.B = np.zeros((2 * self.nv, n))
+        # ABA's own workspace (forward_dynamics; not on the linearization's path)
+        self.c, self.pA, self.u, self.rdd = np.zeros((nb, 6)), np.zeros((nb, 6)), np.zeros(nb), np.zeros(n)
+
+    def _bind(self):
+        ints, floats = K.views(self.ib, self.fb)
+        self.lam, self.jtype, self.anc_ptr, self.anc_rng, self.sub_ptr, self.sub_rng, self.perm = ints
+        for name, a in zip(K.FLOAT_FIELDS, floats):
+            setattr(self, name, a)
+
+    def copy(self):
+        """An independent Data for the same model (e.g. one per thread)."""
+        new = object.__new__(Data)
+        new.__dict__.update(self.__dict__)
+        new.ib, new.fb = self.ib.copy(), self.fb.copy()
+        for name in ("A", "B", "c", "pA", "u", "rdd"):
+            setattr(new, name, getattr(self, name).copy())
+        new._bind()
+        return new
+
+    def __repr__(self):
+        return f"<sva_linearizer.Data for '{self.model_name}' nv={self.nv}>"
 
 
-def workspace(model):
-    ws = model._cache.get("workspace")
-    if ws is None:
-        ws = Workspace(model)
-        model._cache["workspace"] = ws
-    return ws
+def get_data(model, data=None):
+    """`data` checked against the model, or the Data cached on the model."""
+    if data is None:
+        data = model._cache.get("data")
+        if data is None or data._arrays is not model.arrays():
+            data = Data(model)
+            model._cache["data"] = data
+        return data
+    if not isinstance(data, Data):
+        raise ValueError(f"data must be an sva_linearizer.Data, got {type(data).__name__}")
+    if data._arrays is not model.arrays():
+        raise ValueError("data was built for another model (or before the model changed); "
+                         "make a new one with sl.Data(model)")
+    return data
 
 
-def _check_state(model, state):
+def check_state(model, state):
     if not isinstance(state, State):
         raise ValueError(f"state must be an sva_linearizer.State, got {type(state).__name__}")
     if state.nj != model.nj or state.floating_base != model.floating_base:
@@ -77,58 +134,55 @@ def _check_state(model, state):
                          f"floating_base={model.floating_base}")
 
 
-def _kinematics(model, state):
+def fill_custom(d, s):
+    """jcalc / jcalcderiv of user-defined joints (Appendix B interface), which compiled code
+    cannot call: their X_J, dX_J/ds and Gamma go into the buffers before a kernel runs."""
+    for j, joint in d.custom:
+        d.XJ[j + 1], d.S[j + 1] = joint.jcalc(s[j])
+        d.dXJ[j + 1] = joint.jcalcderiv(s[j])
+
+
+def _kinematics(model, state, data=None):
     """jcalc for every joint and ^kX_lam, d^kX_lam/ds_k; base twist and gravity term a_0^r."""
-    _check_state(model, state)
-    arr = model.arrays()
-    ws = workspace(model)
-    K.jcalc_builtin(arr.jtype, arr.jaxis, arr.jpitch, state.s, ws.XJ, ws.dXJ, ws.S)
-    for j in arr.custom:  # user jcalc/jcalcderiv (Appendix B interface); none in URDF models
-        joint = model.bodies[j].joint
-        ws.XJ[j + 1], ws.S[j + 1] = joint.jcalc(state.s[j])
-        ws.dXJ[j + 1] = joint.jcalcderiv(state.s[j])
-    K.tree_transforms(ws.Xtree, ws.XJ, ws.dXJ, ws.Xup, ws.dXup)
-    # a_0^r = ^0X_A ^A a_grav (EIDAmb line 7): gravity seen from the base frame
-    ws.g0[0:3] = state.R.T @ arr.a_grav
-    ws.g0[3:6] = 0.0
-    ws.v[0] = state.v_base
-    return arr, ws
+    check_state(model, state)
+    d = get_data(model, data)
+    fill_custom(d, state.s)
+    K.kinematics(d.jtype, d.jaxis, d.jpitch, d.Xtree, state.s, d.XJ, d.dXJ, d.S, d.Xup, d.dXup)
+    K.gravity_in_base(state.R, d.a_grav, d.g0)
+    d.v[0] = state.v_base
+    return d
+
+
+def singular_mass_matrix_error(model, status):
+    """The ValueError for a kernel's status code (k > 0: pivot of body k, -1: the base)."""
+    if status > 0:
+        return ValueError(f"the mass matrix is singular at this configuration: joint "
+                          f"'{model.joint_names[status - 1]}' moves no mass or inertia here")
+    return ValueError("the mass matrix is singular at this configuration: the floating base's "
+                      "articulated inertia is singular")
 
 
 def articulated_pivots(model, s):
     """(D_k for every joint, smallest |eigenvalue| of the base's articulated inertia) at positions s."""
-    arr = model.arrays()
-    ws = workspace(model)
     st = State(model, s=s)
-    K.jcalc_builtin(arr.jtype, arr.jaxis, arr.jpitch, st.s, ws.XJ, ws.dXJ, ws.S)
-    for j in arr.custom:
-        ws.XJ[j + 1], ws.S[j + 1] = model.bodies[j].joint.jcalc(st.s[j])
-    K.tree_transforms(ws.Xtree, ws.XJ, ws.dXJ, ws.Xup, ws.dXup)
-    K.articulated_pivots(ws.lam, ws.Xup, ws.S, ws.I, ws.IA, ws.Dd)
-    base_ev = float(np.min(np.abs(np.linalg.eigvalsh(ws.IA[0])))) if model.floating_base else np.inf
-    return ws.Dd[1:].copy(), base_ev
+    d = _kinematics(model, st)
+    K.articulated_pivots(d.lam, d.Xup, d.S, d.I, d.IA, d.Dd, d.T, d.T2)
+    base_ev = float(np.min(np.abs(np.linalg.eigvalsh(d.IA[0])))) if model.floating_base else np.inf
+    return d.Dd[1:].copy(), base_ev
 
 
-def _check_pivots(model, ws):
-    """After ABA/IMMA: M is singular at this configuration if a pivot D_k vanishes."""
-    D = np.abs(ws.Dd[1:])
-    if D.size and not D.min() > 1e-12 * D.max():
-        j = int(np.argmin(D))
-        raise ValueError(f"the mass matrix is singular at this configuration: joint "
-                         f"'{model.joint_names[j]}' moves no mass or inertia here")
-
-
-def forward_dynamics(model, state, tau):
+def forward_dynamics(model, state, tau, data=None):
     """ABAmb / ABA: nu_dot = [v_dot (body frame, 6); r_ddot] (floating) or r_ddot (fixed)."""
     tau = as_vector("tau", tau, model.nj)
-    arr, ws = _kinematics(model, state)
-    ws.a[0] = ws.g0
-    K.abamb(ws.lam, ws.Xup, ws.S, ws.I, state.r, tau, model.floating_base, ws.v, ws.c, ws.IA,
-            ws.pA, ws.U, ws.Dd, ws.u, ws.a, ws.rdd)
-    _check_pivots(model, ws)
+    d = _kinematics(model, state, data)
+    d.a[0] = d.g0
+    status = K.abamb(d.lam, d.Xup, d.S, d.I, state.r, tau, model.floating_base, d.v, d.c, d.IA,
+                     d.pA, d.U, d.Dd, d.u, d.a, d.rdd, d.T, d.T2, d.t6)
+    if status != 0:
+        raise singular_mass_matrix_error(model, status)
     if model.floating_base:
-        return np.concatenate([ws.a[0] - ws.g0, ws.rdd])  # remove the gravity term a_0^r
-    return ws.rdd.copy()
+        return np.concatenate([d.a[0] - d.g0, d.rdd])  # remove the gravity term a_0^r
+    return d.rdd.copy()
 
 
 def _split_nu_dot(model, nu_dot):
@@ -138,71 +192,62 @@ def _split_nu_dot(model, nu_dot):
     return np.zeros(6), nu_dot
 
 
-def _run_eidamb(model, state, nu_dot):
+def _run_eidamb(model, state, nu_dot, data=None):
     vdot, rdot = _split_nu_dot(model, nu_dot)
-    arr, ws = _kinematics(model, state)
-    ws.a[0] = vdot + ws.g0  # ^0a_{A,0} + a_0^r
-    K.eidamb(ws.lam, ws.Xup, ws.S, ws.I, state.r, rdot, ws.v, ws.a, ws.f, ws.tau)
-    return arr, ws
+    d = _kinematics(model, state, data)
+    d.a[0] = vdot + d.g0  # ^0a_{A,0} + a_0^r
+    K.eidamb(d.lam, d.Xup, d.S, d.I, state.r, rdot, d.v, d.a, d.f, d.tau_id[:model.nj], d.t6[0])
+    return d
 
 
-def extended_inverse_dynamics(model, state, nu_dot):
+def extended_inverse_dynamics(model, state, nu_dot, data=None):
     """EIDAmb (Table 4.1): [tau_b (6); tau] = M nu_dot + h (floating base), tau (fixed base).
 
     tau_b is the wrench the base would need (zero when nu_dot is consistent with tau)."""
-    arr, ws = _run_eidamb(model, state, nu_dot)
+    d = _run_eidamb(model, state, nu_dot, data)
     if model.floating_base:
-        return np.concatenate([ws.f[0], ws.tau])
-    return ws.tau.copy()
+        return np.concatenate([d.f[0], d.tau_id[:model.nj]])
+    return d.tau_id[:model.nj].copy()
 
 
-def rneamb(model, state, r_ddot):
+def rneamb(model, state, r_ddot, data=None):
     """RNEAmb (Appendix E.2) / RNEA (E.1): the base acceleration consistent with zero base wrench
     and the joint torques, for given joint accelerations. Returns (v_dot, tau); v_dot is empty for a
     fixed base."""
     r_ddot = as_vector("r_ddot", r_ddot, model.nj)
     if not model.floating_base:
-        return np.zeros(0), extended_inverse_dynamics(model, state, r_ddot)
+        return np.zeros(0), extended_inverse_dynamics(model, state, r_ddot, data)
     # ID_b is affine in v_dot with slope M^c_0: solve M^c_0 v_dot = -ID_b(v_dot = 0)
-    out0 = extended_inverse_dynamics(model, state, np.concatenate([np.zeros(6), r_ddot]))
-    ws = workspace(model)
-    K.crbamb(ws.lam, ws.Xup, ws.S, ws.I, True, ws.Ic, np.zeros((model.nv, model.nv)))
-    vdot = -np.linalg.solve(ws.Ic[0], out0[0:6])
-    tau = extended_inverse_dynamics(model, state, np.concatenate([vdot, r_ddot]))[6:]
+    out0 = extended_inverse_dynamics(model, state, np.concatenate([np.zeros(6), r_ddot]), data)
+    Mc0 = mass_matrix(model, state, data)[0:6, 0:6]
+    vdot = -np.linalg.solve(Mc0, out0[0:6])
+    tau = extended_inverse_dynamics(model, state, np.concatenate([vdot, r_ddot]), data)[6:]
     return vdot, tau
 
 
-def mass_matrix(model, state):
+def mass_matrix(model, state, data=None):
     """CRBAmb / CRBA: the joint-space mass matrix M (nv x nv)."""
-    arr, ws = _kinematics(model, state)
+    d = _kinematics(model, state, data)
     M = np.zeros((model.nv, model.nv))
-    K.crbamb(ws.lam, ws.Xup, ws.S, ws.I, model.floating_base, ws.Ic, M)
+    K.crbamb(d.lam, d.Xup, d.S, d.I, model.floating_base, d.IA, M, d.t6)
     return M
 
 
-def inverse_mass_matrix(model, state, out=None):
+def inverse_mass_matrix(model, state, out=None, data=None):
     """IMMAmb (Table 4.7) / IMMA (Table 4.6): M^-1 (nv x nv) without forming M."""
-    arr, ws = _kinematics(model, state)
-    return _immamb(model, ws, out)
+    d = _kinematics(model, state, data)
+    status = K.immamb(d.lam, d.Xup, d.S, d.I, model.floating_base, d.sub_ptr, d.sub_rng, d.IA, d.U, d.Dd,
+                      d.Fc, d.P, d.Minv, d.T, d.T2, d.t6)
+    if status != 0:
+        raise singular_mass_matrix_error(model, status)
+    if out is None:
+        return d.Minv.copy()
+    out[...] = d.Minv
+    return out
 
 
-def _immamb(model, ws, out=None):
-    Minv = np.empty((model.nv, model.nv)) if out is None else out
-    K.immamb(ws.lam, ws.Xup, ws.S, ws.I, model.floating_base, ws.sub_ptr, ws.sub_idx, ws.IA, ws.U,
-             ws.Dd, ws.Fc, ws.P, Minv)
-    return Minv
-
-
-def _eid_derivatives(model, ws, state):
-    """Run Tables 4.2-4.5 after _run_eidamb; returns D (nv x 2nv), columns [q-tangent | nu]."""
-    nv = model.nv
-    D = np.zeros((nv, 2 * nv))
-    K.eidamb_derivatives(ws.lam, ws.Xup, ws.dXup, ws.S, ws.I, state.r, ws.v, ws.a, ws.f,
-                         model.floating_base, ws.g0[0:3].copy(), ws.dv, ws.da, ws.df, D)
-    return D
-
-
-def extended_inverse_dynamics_derivatives(model, state, nu_dot, base_velocity_frame="body"):
+def extended_inverse_dynamics_derivatives(model, state, nu_dot, base_velocity_frame="body",
+                                          data=None):
     """Derivatives of EIDAmb (Tables 4.2-4.5) at (state, nu_dot): (D_q, D_nu), each nv x nv.
 
     D_q columns: [z_H (6, left-trivialized: H -> H exp(z^)), s]; D_nu columns: [v (6), r].
@@ -212,10 +257,12 @@ def extended_inverse_dynamics_derivatives(model, state, nu_dot, base_velocity_fr
     if base_velocity_frame not in BASE_VELOCITY_FRAMES:
         raise ValueError(f"base_velocity_frame must be one of {BASE_VELOCITY_FRAMES}, "
                          f"got {base_velocity_frame!r}")
-    arr, ws = _run_eidamb(model, state, nu_dot)
-    D = _eid_derivatives(model, ws, state)
+    d = _run_eidamb(model, state, nu_dot, data)
+    K.eidamb_derivatives(d.lam, d.anc_ptr, d.anc_rng, d.sub_ptr, d.sub_rng, d.perm, d.Xup, d.dXup, d.S,
+                         d.I, state.r, d.v, d.a, d.f, model.floating_base, d.g0, d.dv, d.da, d.df,
+                         d.D, d.t6)
     nv = model.nv
-    D_q, D_nu = D[:, :nv].copy(), D[:, nv:].copy()
+    D_q, D_nu = d.D[:, :nv].copy(), d.D[:, nv:].copy()
     if model.floating_base and base_velocity_frame == "inertial":
         from .spatial import crm, xform
 

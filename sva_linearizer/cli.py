@@ -75,6 +75,9 @@ def build_parser():
     lp.add_argument("--tau", help="joint torques (nj)")
     lp.add_argument("--out", help="save A, B (and the state) to this .npz file")
     lp.set_defaults(func=cmd_linearize)
+    from .bench import add_subcommand as add_bench
+
+    add_bench(sub)
     try:
         from .ros.cli import add_subcommands
     except ImportError:  # pragma: no cover - the ROS part is optional at import time

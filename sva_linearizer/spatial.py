@@ -91,9 +91,12 @@ def rpy_to_matrix(rpy):
     ])
 
 
-def quat_to_matrix(q):
-    """Rotation matrix of a unit quaternion given as (x, y, z, w) (Pinocchio / ROS order)."""
+def quat_to_matrix(q, norm=1.0):
+    """Rotation matrix of a unit quaternion given as (x, y, z, w) (Pinocchio / ROS order); pass its
+    norm to normalise it on the way."""
     x, y, z, w = q
+    if norm != 1.0:
+        x, y, z, w = x / norm, y / norm, z / norm, w / norm
     return np.array([
         [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
         [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],

@@ -111,8 +111,9 @@ def fd_kinematic_block(model, st, h=1e-4, dt=1e-4):
     return A_up
 
 
-def fd_eid_derivatives(model, st, nu_dot, h=1e-6, inertial=False):
-    """Central differences of extended_inverse_dynamics: (D_q, D_nu); inertial=True holds ^A v
+def fd_eid_derivatives(model, st, nu_dot, h=1e-5, inertial=False):
+    """Central differences of extended_inverse_dynamics (step h ~ eps^(1/3): truncation and rounding
+    errors balanced): (D_q, D_nu); inertial=True holds ^A v
     (rather than the body twist) fixed when H is perturbed, and perturbs ^A v."""
     from sva_linearizer.spatial import xform
 

@@ -1,0 +1,245 @@
+"""`sva-linearizer bench`: this package and Pinocchio side by side, in one process, on the same
+random states; per robot the medians and the ratios ours/Pinocchio (one state; a batch, per state),
+the first linearization after process start (warm compile cache, and cold: empty cache), and peak
+memory. Absolute times on shared machines are noise; the ratios measured in one run are the figure.
+
+What is timed (both sides from the same flat vectors q, v, tau):
+  ours, one state   State.from_vectors + linearize(model, state, tau, data=Data) -> A, B
+  Pinocchio         computeABADerivatives + assembling A, B from its ddq_dq, ddq_dv, Minv (numpy)
+  ours, batch       linearize_batch(model, Q, V, TAU) / N (compiled, parallel over numba threads)
+  Pinocchio, batch  the one-state call in a Python loop / N (it has no batched API)
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+DEFAULT_ROBOTS = ("solo12", "anymal_c", "icub", "g1_29dof")
+
+
+def _median_us(fn, repeat, number):
+    """Median over `repeat` runs of the mean time of `number` calls, in microseconds."""
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        for _ in range(number):
+            fn()
+        times.append((time.perf_counter() - t) / number)
+    return 1e6 * float(np.median(times))
+
+
+def random_states(model, n, seed=0):
+    """n random states as flat vectors: positions in [-1, 1], unit quaternions, velocities and
+    torques ~ N(0, 1)."""
+    rng = np.random.default_rng(seed)
+    Q = np.zeros((n, model.nq))
+    if model.floating_base:
+        Q[:, 0:3] = rng.normal(size=(n, 3))
+        quat = rng.normal(size=(n, 4))
+        Q[:, 3:7] = quat / np.linalg.norm(quat, axis=1, keepdims=True)
+    Q[:, model.nq - model.nj:] = rng.uniform(-1.0, 1.0, (n, model.nj))
+    return Q, rng.normal(size=(n, model.nv)), rng.normal(size=(n, model.nj))
+
+
+def _pinocchio(path, floating, model):
+    import pinocchio as pin
+
+    pm = (pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer()) if floating
+          else pin.buildModelFromUrdf(str(path)))
+    names = [pm.names[i] for i in range(1 if not floating else 2, pm.njoints)]
+    if names != list(model.joint_names) or pm.nq != model.nq or pm.nv != model.nv:
+        raise ValueError(f"Pinocchio's joints differ from ours for {model.name} (continuous joints "
+                         "have nq=2 in Pinocchio); this benchmark needs the same vectors")
+    return pin, pm, pm.createData()
+
+
+def bench_robot(name, batch=128, repeat=15, number=20, seed=0):
+    """One robot's figures (dict). Pinocchio is required."""
+    import sva_linearizer as sl
+    from sva_linearizer.robots import load_robot, robot_urdf_path
+
+    model = load_robot(name)
+    path = robot_urdf_path(name)
+    pin, pm, pd = _pinocchio(path, model.floating_base, model)
+    Q, V, T = random_states(model, batch, seed)
+    nv, nj = model.nv, model.nj
+    off = nv - nj
+    data = sl.Data(model)
+    q, v, tau = Q[0], V[0], T[0]
+
+    def ours():
+        return sl.linearize(model, sl.State.from_vectors(model, q, v), tau, data=data)
+
+    def pin_linearize(q, v, tau):
+        pin.computeABADerivatives(pm, pd, q, v, np.concatenate([np.zeros(off), tau]))
+        A = np.zeros((2 * nv, 2 * nv))
+        A[:nv, nv:] = np.eye(nv)
+        if off:
+            A[0:6, 0:6] = minus_ad(v[0:6])
+        A[nv:, :nv] = pd.ddq_dq
+        A[nv:, nv:] = pd.ddq_dv
+        B = np.zeros((2 * nv, nj))
+        Minv = np.triu(pd.Minv) + np.triu(pd.Minv, 1).T   # Pinocchio fills the upper triangle
+        B[nv:] = Minv[:, off:]
+        return A, B
+
+    def theirs():
+        return pin_linearize(q, v, tau)
+
+    lin = ours()
+    A_p, B_p = theirs()
+    err = max(float(np.max(np.abs(lin.A - A_p)) / np.mean(np.abs(A_p))),
+              float(np.max(np.abs(lin.B - B_p)) / np.mean(np.abs(B_p))))
+    sl.linearize_batch(model, Q, V, T)   # compile / warm up
+    single_ours = _median_us(ours, repeat, number)
+    single_pin = _median_us(theirs, repeat, number)
+
+    def ours_batch():
+        sl.linearize_batch(model, Q, V, T)
+
+    def pin_batch():
+        for i in range(batch):
+            pin_linearize(Q[i], V[i], T[i])
+
+    nb = max(1, number // 10)
+    batch_ours = _median_us(ours_batch, repeat, nb) / batch
+    batch_pin = _median_us(pin_batch, repeat, nb) / batch
+    return {"robot": name, "nv": nv, "e_max_vs_pinocchio": err,
+            "single_ours_us": single_ours, "single_pin_us": single_pin,
+            "single_ratio": single_ours / single_pin,
+            "batch": batch, "batch_ours_us": batch_ours, "batch_pin_us": batch_pin,
+            "batch_ratio": batch_ours / batch_pin}
+
+
+def minus_ad(v):
+    from sva_linearizer.spatial import crm
+
+    return -crm(v)
+
+
+_STARTUP = r"""
+import json, resource, sys, time
+t0 = time.perf_counter()
+side, name, path, floating = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] == "1"
+import numpy as np
+if side == "ours":
+    import sva_linearizer as sl
+    m = sl.load_urdf(path, floating_base=floating)
+    nq, nv, nj = m.nq, m.nv, m.nj
+else:                      # Pinocchio alone: this package (and numba) not imported
+    import pinocchio as pin
+    pm = pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if floating \
+        else pin.buildModelFromUrdf(path)
+    pd = pm.createData()
+    nq, nv, nj = pm.nq, pm.nv, pm.nv - (6 if floating else 0)
+rng = np.random.default_rng(0)
+q = np.zeros(nq)
+if floating:
+    q[0:3] = rng.normal(size=3)
+    quat = rng.normal(size=4)
+    q[3:7] = quat / np.linalg.norm(quat)
+q[nq - nj:] = rng.uniform(-1.0, 1.0, nj)
+v, tau = rng.normal(size=nv), rng.normal(size=nj)
+t1 = time.perf_counter()
+if side == "ours":
+    sl.linearize(m, sl.State.from_vectors(m, q, v), tau)
+else:
+    pin.computeABADerivatives(pm, pd, q, v, np.concatenate([np.zeros(nv - nj), tau]))
+t2 = time.perf_counter()
+try:                       # VmHWM: this process's peak RSS (ru_maxrss can inherit the parent's)
+    with open("/proc/self/status") as fh:
+        peak = [float(x.split()[1]) / 1024.0 for x in fh if x.startswith("VmHWM:")][0]
+except (OSError, IndexError):
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+print(json.dumps({"first_call_s": t2 - t1, "process_to_result_s": t2 - t0, "peak_rss_mb": peak}))
+"""
+
+
+def startup(name, side="ours", cold=False, timeout=900):
+    """First linearization in a fresh process (after imports and model loading): its time (s),
+    the time from process start (s) and the process's peak RSS (MB). cold=True empties numba's
+    compile cache first (a private NUMBA_CACHE_DIR)."""
+    from sva_linearizer.robots import default_floating_base, robot_urdf_path
+
+    floating = default_floating_base(name)
+    env = dict(os.environ)
+    with tempfile.TemporaryDirectory() as tmp:
+        if cold:
+            env["NUMBA_CACHE_DIR"] = tmp
+        out = subprocess.run([sys.executable, "-c", _STARTUP, side, name, str(robot_urdf_path(name)),
+                              "1" if floating else "0"], env=env,
+                             capture_output=True, text=True, timeout=timeout)
+    if out.returncode != 0:
+        raise RuntimeError(f"startup run failed for {name} ({side}): {out.stderr.strip()[-500:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def run(robots=DEFAULT_ROBOTS, batch=128, repeat=15, number=20, cold=True, out=print):
+    try:
+        import pinocchio  # noqa: F401
+    except ImportError:
+        raise ValueError("bench needs Pinocchio as the reference: pip install pin "
+                         "example-robot-data (or '.[test]')") from None
+    from sva_linearizer.kernels import num_threads
+
+    rows = []
+    out(f"sva_linearizer vs Pinocchio, same random states, one process; batch of {batch} on "
+        f"{num_threads()} numba thread(s); medians of {repeat} runs")
+    hdr = (f"{'robot':<10} {'nv':>3} | {'one state: ours':>15} {'pin':>7} {'ratio':>6} | "
+           f"{'batch/state: ours':>17} {'pin':>7} {'ratio':>6} | {'1st call warm':>13} "
+           f"{'cold':>7} {'pin':>7} | {'peak RSS MB ours':>16} {'pin':>5} | e_max")
+    out(hdr)
+    out("-" * len(hdr))
+    for name in robots:
+        r = bench_robot(name, batch=batch, repeat=repeat, number=number)
+        warm = startup(name, "ours")
+        pin_start = startup(name, "pinocchio")
+        r["first_call_warm_s"] = warm["first_call_s"]
+        r["process_to_result_warm_s"] = warm["process_to_result_s"]
+        r["peak_rss_ours_mb"] = warm["peak_rss_mb"]
+        r["peak_rss_pin_mb"] = pin_start["peak_rss_mb"]
+        r["first_call_pin_s"] = pin_start["first_call_s"]
+        r["first_call_cold_s"] = startup(name, "ours", cold=True)["first_call_s"] if cold else float("nan")
+        rows.append(r)
+        out(f"{name:<10} {r['nv']:>3} | {r['single_ours_us']:>12.1f} us {r['single_pin_us']:>7.1f} "
+            f"{r['single_ratio']:>5.2f}x | {r['batch_ours_us']:>14.1f} us {r['batch_pin_us']:>7.1f} "
+            f"{r['batch_ratio']:>5.2f}x | {r['first_call_warm_s']:>11.3f} s {r['first_call_cold_s']:>5.1f} s "
+            f"{r['first_call_pin_s']:>5.4f} s | {r['peak_rss_ours_mb']:>16.0f} {r['peak_rss_pin_mb']:>5.0f} | "
+            f"{r['e_max_vs_pinocchio']:.1e}")
+    out("one state: from flat vectors to A and B (ours: State.from_vectors + linearize with a "
+        "reused Data; Pinocchio: computeABADerivatives + assembling A, B). batch/state: "
+        "linearize_batch / N vs Pinocchio in a Python loop / N. 1st call: in a fresh process, "
+        "after imports and model loading (warm: numba cache present; cold: empty cache, i.e. "
+        "compilation included). e_max = max|ours - Pinocchio| / mean|Pinocchio| over A and B.")
+    return rows
+
+
+def add_subcommand(sub):
+    bp = sub.add_parser("bench", help="benchmark against Pinocchio (one process, same states)")
+    bp.add_argument("--robots", default=",".join(DEFAULT_ROBOTS),
+                    help="comma-separated robot names (default: %(default)s)")
+    bp.add_argument("--batch", type=int, default=128, help="batch size (default: %(default)s)")
+    bp.add_argument("--against", default="pinocchio", choices=["pinocchio"],
+                    help="the reference (only Pinocchio for now)")
+    bp.add_argument("--repeat", type=int, default=15, help="timing runs per figure (median)")
+    bp.add_argument("--no-cold", action="store_true",
+                    help="skip the cold-start measurement (it compiles everything, ~1 min)")
+    bp.add_argument("--json", help="also write the figures to this JSON file")
+    bp.set_defaults(func=cmd_bench)
+
+
+def cmd_bench(args):
+    robots = [r.strip() for r in args.robots.split(",") if r.strip()]
+    if args.batch < 1:
+        raise ValueError("--batch must be >= 1")
+    rows = run(robots, batch=args.batch, repeat=args.repeat, cold=not args.no_cold)
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(rows, fh, indent=2)
+    return 0

@@ -1,0 +1,175 @@
+"""The speed issue's API: Data reuse and output arrays, the compiled batch, discrete time (checked
+against finite differences of the integrated nonlinear step), and the benchmark command."""
+import numpy as np
+import pytest
+
+import sva_linearizer as sl
+from fd_tools import e_max, perturbed, random_state, random_tree
+from sva_linearizer.robots import load_robot
+from sva_linearizer.spatial import se3_exp, se3_log
+
+
+@pytest.mark.parametrize("floating", [True, False])
+def test_data_and_out_arrays_give_the_same_numbers(floating):
+    rng = np.random.default_rng(3)
+    model = random_tree(rng, n=7, floating_base=floating)
+    st = random_state(model, rng)
+    tau = rng.normal(size=model.nj)
+    ref = sl.linearize(model, st, tau)
+    data = sl.Data(model)
+    lin = sl.linearize(model, st, tau, data=data)
+    assert lin.A is data.A and lin.B is data.B          # no allocation: views into the Data
+    np.testing.assert_array_equal(lin.A, ref.A)
+    np.testing.assert_array_equal(lin.B, ref.B)
+    np.testing.assert_array_equal(lin.Minv, ref.Minv)
+    A = np.empty_like(ref.A)
+    B = np.empty_like(ref.B)
+    lin2 = sl.linearize(model, st, tau, out=(A, B))
+    assert lin2.A is A and lin2.B is B
+    np.testing.assert_array_equal(A, ref.A)
+    # a second state overwrites the Data's arrays, not the default call's results
+    st2 = random_state(model, rng)
+    sl.linearize(model, st2, tau, data=data)
+    assert not np.array_equal(data.A, ref.A)
+    np.testing.assert_array_equal(sl.linearize(model, st, tau).A, ref.A)
+    # an independent copy for another thread
+    d2 = data.copy()
+    sl.linearize(model, st, tau, data=d2)
+    np.testing.assert_array_equal(d2.A, ref.A)
+
+
+def test_data_and_out_are_checked():
+    m1 = load_robot("quadruped")
+    m2 = load_robot("quadruped", floating_base=False)
+    st = sl.State.from_vectors(m1, np.r_[0, 0, 0, 0, 0, 0, 1, np.zeros(m1.nj)], np.zeros(m1.nv))
+    with pytest.raises(ValueError, match="another model"):
+        sl.linearize(m1, st, np.zeros(m1.nj), data=sl.Data(m2))
+    with pytest.raises(ValueError, match="sva_linearizer.Data"):
+        sl.linearize(m1, st, np.zeros(m1.nj), data=object())
+    with pytest.raises(ValueError, match="out: A must be"):
+        sl.linearize(m1, st, np.zeros(m1.nj), out=(np.zeros((3, 3)), np.zeros((36, 12))))
+    with pytest.raises(ValueError, match="out must be a pair"):
+        sl.linearize(m1, st, np.zeros(m1.nj), out=np.zeros(3))
+
+
+@pytest.mark.parametrize("floating", [True, False])
+def test_batch_equals_single_states(floating):
+    rng = np.random.default_rng(11)
+    model = random_tree(rng, n=6, floating_base=floating)
+    states = [random_state(model, rng) for _ in range(9)]
+    Q = np.array([s.q for s in states])
+    V = np.array([s.v for s in states])
+    T = rng.normal(size=(9, model.nj))
+    A, B = sl.linearize_batch(model, Q, V, T)
+    for i, st in enumerate(states):
+        lin = sl.linearize(model, st, T[i])
+        np.testing.assert_allclose(A[i], lin.A, rtol=0, atol=1e-12 * np.abs(lin.A).max())
+        np.testing.assert_allclose(B[i], lin.B, rtol=0, atol=1e-12 * np.abs(lin.B).max())
+    A2, B2 = np.empty_like(A), np.empty_like(B)
+    r = sl.linearize_batch(model, Q, V, T, out=(A2, B2))
+    assert r[0] is A2
+    np.testing.assert_array_equal(A2, A)
+
+
+def test_batch_bad_input_names_the_state():
+    model = load_robot("quadruped")
+    rng = np.random.default_rng(0)
+    N = 5
+    Q = np.zeros((N, model.nq))
+    Q[:, 6] = 1.0
+    V, T = rng.normal(size=(N, model.nv)), rng.normal(size=(N, model.nj))
+    Qb = Q.copy()
+    Qb[3, 9] = np.nan
+    with pytest.raises(ValueError, match="state 3: q: entry 9"):
+        sl.linearize_batch(model, Qb, V, T)
+    Qb = Q.copy()
+    Qb[2, 3:7] = [0.0, 0.0, 0.0, 1.1]
+    with pytest.raises(ValueError, match="state 2: q\\[3:7\\]"):
+        sl.linearize_batch(model, Qb, V, T)
+    with pytest.raises(ValueError, match="v rows must have size"):
+        sl.linearize_batch(model, Q, V[:, :3], T)
+    with pytest.raises(ValueError, match="different batch sizes"):
+        sl.linearize_batch(model, Q, V[:4], T)
+    # a quaternion slightly off unit norm is normalised, as for one state
+    Qn = Q.copy()
+    Qn[1, 3:7] *= 1 + 5e-7
+    A, _ = sl.linearize_batch(model, Qn, V, T)
+    A0, _ = sl.linearize_batch(model, Q, V, T)
+    np.testing.assert_allclose(A[1], A0[1], atol=1e-9 * np.abs(A0[1]).max())
+
+
+def _step(model, st, tau, dt):
+    """The semi-implicit Euler step on the Lie group: nu+ = nu + dt FD, H+ = H exp(dt v+), s+ = s + dt r+."""
+    nu_plus = (np.concatenate([st.v_base, st.r]) if model.floating_base else st.r) \
+        + dt * sl.forward_dynamics(model, st, tau)
+    nj = model.nj
+    if not model.floating_base:
+        return sl.State(model, s=st.s + dt * nu_plus, r=nu_plus)
+    dR, dp = se3_exp(dt * nu_plus[0:6])
+    return sl.State(model, R=st.R @ dR, p=st.p + st.R @ dp, s=st.s + dt * nu_plus[6:],
+                    v_base=nu_plus[0:6], r=nu_plus[6:6 + nj])
+
+
+def _difference(model, a, b):
+    """z with b = a (+) z, in A's coordinates."""
+    if not model.floating_base:
+        return np.concatenate([b.s - a.s, b.r - a.r])
+    zH = se3_log(a.R.T @ b.R, a.R.T @ (b.p - a.p))
+    return np.concatenate([zH, b.s - a.s, b.v_base - a.v_base, b.r - a.r])
+
+
+@pytest.mark.parametrize("floating", [True, False])
+def test_discrete_time_against_finite_differences_of_the_step(floating):
+    rng = np.random.default_rng(5)
+    model = random_tree(rng, n=6, floating_base=floating)
+    st = random_state(model, rng)
+    tau = rng.normal(size=model.nj)
+    dt = 0.02
+    lin = sl.linearize(model, st, tau, dt=dt)
+    assert lin.dt == dt
+    nx = 2 * model.nv
+    nominal = _step(model, st, tau, dt)
+    h = 1e-5
+    Ad_fd = np.zeros((nx, nx))
+    for c in range(nx):
+        z = np.zeros(nx)
+        z[c] = h
+        plus = _difference(model, nominal, _step(model, perturbed(model, st, z), tau, dt))
+        minus = _difference(model, nominal, _step(model, perturbed(model, st, -z), tau, dt))
+        Ad_fd[:, c] = (plus - minus) / (2 * h)
+    Bd_fd = np.zeros((nx, model.nj))
+    for c in range(model.nj):
+        d = np.zeros(model.nj)
+        d[c] = 1e-3
+        Bd_fd[:, c] = (_difference(model, nominal, _step(model, st, tau + d, dt))
+                       - _difference(model, nominal, _step(model, st, tau - d, dt))) / 2e-3
+    assert e_max(lin.Ad, Ad_fd) < 1e-7
+    assert e_max(lin.Bd, Bd_fd) < 1e-7
+    # batch gives the same discrete matrices
+    Ad, Bd = sl.linearize_batch(model, st.q[None], st.v[None], tau[None], dt=dt)
+    np.testing.assert_allclose(Ad[0], lin.Ad, atol=1e-12 * np.abs(lin.Ad).max())
+    np.testing.assert_allclose(Bd[0], lin.Bd, atol=1e-12 * np.abs(lin.Bd).max())
+
+
+def test_discrete_time_tends_to_identity_plus_dt_A():
+    model = load_robot("quadruped")
+    rng = np.random.default_rng(2)
+    st = random_state(model, rng)
+    tau = rng.normal(size=model.nj)
+    lin = sl.linearize(model, st, tau, dt=1e-7)
+    I = np.eye(2 * model.nv)
+    np.testing.assert_allclose((lin.Ad - I) / 1e-7, lin.A, atol=1e-5 * np.abs(lin.A).max())
+    for bad in (0.0, -0.1, np.nan, "x"):
+        with pytest.raises(ValueError, match="dt must be"):
+            sl.linearize(model, st, tau, dt=bad)
+
+
+def test_bench_command_runs_against_pinocchio(capsys):
+    pytest.importorskip("pinocchio")
+    from sva_linearizer.cli import main
+
+    assert main(["bench", "--robots", "ur5", "--batch", "4", "--repeat", "1", "--no-cold"]) == 0
+    out = capsys.readouterr().out
+    line = [ln for ln in out.splitlines() if ln.startswith("ur5")][0]
+    e = float(line.split("|")[-1])
+    assert e < 1e-8   # the benchmark also checks that both sides computed the same A and B
