@@ -107,7 +107,8 @@ def test_reference_agrees_with_both_on_well_conditioned_robots(robot, floating):
     model, rows = compare(robot, floating)
     show(robot, floating, rows)
     for r in rows:
-        assert r["M_ref"] <= 1e-13 and r["A"] <= 1e-11 and r["Minv"] <= 1e-11, r
+        bound = model.nv * r["cond"] * float(np.finfo(float).eps)   # forward error of a stable solve
+        assert r["M_ref"] <= 1e-13 and r["A"] <= bound and r["Minv"] <= bound, r
         assert r["A_pin"] <= 1e-9 and r["Minv_pin"] <= 1e-9, r
         assert r["eta_ref"] <= model.nv * float(xr.EPS), r
 

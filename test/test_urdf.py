@@ -657,12 +657,6 @@ def test_lenient_model_computes_what_needs_no_inverse_and_raises_at_run_time():
                sl.extended_inverse_dynamics_derivatives(model, state, np.zeros(9)))
 
 
-@pytest.mark.xfail(
-    raises=(ZeroDivisionError, AssertionError), strict=True,
-    reason="algorithms.py (outside this change) does not yet turn an exactly zero pivot into the "
-           "ValueError: with numba the ABA kernel raises ZeroDivisionError before "
-           "algorithms._check_pivots runs; without numba the pivot's inf/NaN propagates to the "
-           "parent pivots and _check_pivots names the wrong joint (an ancestor: 'j1', romeo's 'TrunkYaw')")
 @pytest.mark.parametrize("name", ["massless_tip", "romeo_laas_small"])
 def test_lenient_model_forward_dynamics_names_the_joint(name):
     """validate=False: forward dynamics at a configuration where M is singular (here: every
