@@ -76,17 +76,20 @@ def bench_robot(name, batch=128, repeat=15, number=20, seed=0):
     def ours():
         return sl.linearize(model, sl.State.from_vectors(model, q, v), tau, data=data)
 
+    eye = np.eye(nv)
+    zeros_tau = np.zeros(off)
+
     def pin_linearize(q, v, tau):
-        pin.computeABADerivatives(pm, pd, q, v, np.concatenate([np.zeros(off), tau]))
+        """The lean way a Python user assembles A, B from Pinocchio (its Minv is filled in full)."""
+        pin.computeABADerivatives(pm, pd, q, v, np.concatenate([zeros_tau, tau]))
         A = np.zeros((2 * nv, 2 * nv))
-        A[:nv, nv:] = np.eye(nv)
+        A[:nv, nv:] = eye
         if off:
-            A[0:6, 0:6] = minus_ad(v[0:6])
+            A[0:6, 0:6] = -pin.Motion(v[0:6]).action           # -ad(v), linear-angular
         A[nv:, :nv] = pd.ddq_dq
         A[nv:, nv:] = pd.ddq_dv
         B = np.zeros((2 * nv, nj))
-        Minv = np.triu(pd.Minv) + np.triu(pd.Minv, 1).T   # Pinocchio fills the upper triangle
-        B[nv:] = Minv[:, off:]
+        B[nv:] = pd.Minv[:, off:]
         return A, B
 
     def theirs():
@@ -115,12 +118,6 @@ def bench_robot(name, batch=128, repeat=15, number=20, seed=0):
             "single_ratio": single_ours / single_pin,
             "batch": batch, "batch_ours_us": batch_ours, "batch_pin_us": batch_pin,
             "batch_ratio": batch_ours / batch_pin}
-
-
-def minus_ad(v):
-    from sva_linearizer.spatial import crm
-
-    return -crm(v)
 
 
 _STARTUP = r"""

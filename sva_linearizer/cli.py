@@ -89,7 +89,13 @@ def build_parser():
 
 def main(argv=None):
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    ros_args = []
+    if "--ros-args" in argv:  # `sva-linearizer node ... --ros-args -p x:=1` as for linearizer_node
+        i = argv.index("--ros-args")
+        argv, ros_args = argv[:i], argv[i:]
     args = parser.parse_args(argv)
+    args.ros_args = ros_args
     try:
         return args.func(args)
     except ValueError as e:
