@@ -334,18 +334,24 @@ def _col_df(Ik, vk, hk, Sk, rk, dvk, dak, dfk, c, tmp):
 
 
 @njit(inline="always")
+def _mv_pair(X, x, rx, y, ry, dvk, dak, c):
+    """dv_k[c] = X x[rx], da_k[c] = X y[ry] (two 6x6 products sharing the loads of X)."""
+    for i in range(6):
+        acc = 0.0
+        acc2 = 0.0
+        for m in range(6):
+            acc += X[i, m] * x[rx, m]
+            acc2 += X[i, m] * y[ry, m]
+        dvk[c, i] = acc
+        dak[c, i] = acc2
+
+
+@njit(inline="always")
 def _fwd_cols(X, Ik, vk, hk, Sk, rk, dvp, dap, dvk, dak, dfk, c0, c1, tmp):
     """Columns c0..c1-1 that body k inherits from its parent p (4.2 l6-7, 4.3 l4-6, 4.4 l5-6,
     4.5 l3-5): dv_k = X dv_p, da_k = X da_p - v_J x dv_k, then df_k."""
     for c in range(c0, c1):
-        for i in range(6):
-            acc = 0.0
-            acc2 = 0.0
-            for m in range(6):
-                acc += X[i, m] * dvp[c, m]
-                acc2 += X[i, m] * dap[c, m]
-            dvk[c, i] = acc
-            dak[c, i] = acc2
+        _mv_pair(X, dvp, c, dap, c, dvk, dak, c)
         _col_df(Ik, vk, hk, Sk, rk, dvk, dak, dfk, c, tmp)
 
 
@@ -445,15 +451,7 @@ def eidamb_derivatives(lam, anc_ptr, anc_rng, sub_ptr, sub_rng, perm, Xup, dXup,
                       nbase + 2 * anc_rng[t, 0], nbase + 2 * anc_rng[t, 1], tmp)
         # own s column (4.3 l5, l7 + l29): dv_k = dXup v_p, da_k = dXup a_p - v_J x dv_k
         c = nbase + 2 * j
-        dXk = dXup[k]
-        for i in range(6):
-            acc = 0.0
-            acc2 = 0.0
-            for m in range(6):
-                acc += dXk[i, m] * v[p, m]
-                acc2 += dXk[i, m] * a[p, m]
-            dvk[c, i] = acc
-            dak[c, i] = acc2
+        _mv_pair(dXup[k], v, p, a, p, dvk, dak, c)
         _col_df(Ik, vk, hk, Sk, rk, dvk, dak, dfk, c, tmp)
         # own r column (4.5 l4, l6): dv_k = Gamma, da_k = v_k x Gamma (v_J x Gamma = 0)
         c += 1
@@ -517,7 +515,7 @@ def abamb(lam, Xup, S, I, r, tau, floating, v, c, IA, pA, U, Dd, u, a, rdd, T, T
         pA[k] = 0.0
         mv(I[k], v[k], t6[0])
         cross_f(v[k], t6[0], pA[k])
-    status = _articulated_sweep(lam, Xup, S, IA, U, Dd, T, T2, pA, tau, c, u, True)
+    status = _articulated_sweep(lam, Xup, S, IA, U, Dd, T, T2, pA, tau, c, u)
     if status != 0:
         return status
     if floating:
@@ -539,9 +537,9 @@ def abamb(lam, Xup, S, I, r, tau, floating, v, c, IA, pA, U, Dd, u, a, rdd, T, T
 
 
 @njit
-def _articulated_sweep(lam, Xup, S, IA, U, Dd, T, T2, pA, tau, c, u, bias):
+def _articulated_sweep(lam, Xup, S, IA, U, Dd, T, T2, pA, tau, c, u):
     """ABA's backward sweep (E.5-E.6): U_k = M^A_k Gamma, D_k = Gamma^T U_k,
-    M^a_k = M^A_k - U U^T / D_k, M^A_lam += X^T M^a_k X; with bias=True also the bias forces p^A.
+    M^a_k = M^A_k - U U^T / D_k, M^A_lam += X^T M^a_k X, and the bias forces p^A.
     IA[k] = M_k on entry. Returns 0, or k if D_k is not positive (M singular or indefinite)."""
     nb = lam.shape[0]
     scale = 0.0
@@ -557,12 +555,11 @@ def _articulated_sweep(lam, Xup, S, IA, U, Dd, T, T2, pA, tau, c, u, bias):
             for m in range(6):
                 T2[i, m] = IA[k, i, m] - U[k, i] * U[k, m] / Dd[k]
         congruence_add(Xup[k], T2, T, IA[p])
-        if bias:
-            u[k] = tau[k - 1] - dot6(S[k], pA[k])
-            mv_add(T2, c[k], pA[k])
-            for i in range(6):
-                pA[k, i] += U[k, i] * (u[k] / Dd[k])
-            mtv_add(Xup[k], pA[k], pA[p])
+        u[k] = tau[k - 1] - dot6(S[k], pA[k])
+        mv_add(T2, c[k], pA[k])
+        for i in range(6):
+            pA[k, i] += U[k, i] * (u[k] / Dd[k])
+        mtv_add(Xup[k], pA[k], pA[p])
     return 0
 
 
@@ -575,16 +572,14 @@ def articulated_pivots(lam, Xup, S, I, IA, Dd, T, T2):
     for k in range(nb):
         IA[k] = I[k]
     for k in range(nb - 1, 0, -1):
-        mv(IA[k], S[k], T2[0])
-        Dd[k] = dot6(S[k], T2[0])
+        U = T[0]
+        mv(IA[k], S[k], U)
+        D = dot6(S[k], U)
+        Dd[k] = D
+        w = 1.0 / D if D > 0.0 else 0.0
         for i in range(6):
             for m in range(6):
-                T2[i, m] = IA[k, i, m]
-        if Dd[k] > 0.0:
-            mv(IA[k], S[k], T[0])
-            for i in range(6):
-                for m in range(6):
-                    T2[i, m] -= T[0, i] * T[0, m] / Dd[k]
+                T2[i, m] = IA[k, i, m] - U[i] * U[m] * w
         congruence_add(Xup[k], T2, T, IA[lam[k]])
 
 
@@ -731,6 +726,7 @@ FLOAT_FIELDS = ("Xtree", "I", "jaxis", "jpitch", "a_grav", "XJ", "dXJ", "Xup", "
                 "a", "f", "IA", "U", "Dd", "Fc", "P", "dv", "da", "df", "D", "Minv", "nu_dot",
                 "bias", "tau_id", "R", "g0", "T", "T2", "t6")
 MODEL_FIELDS = 5  # the first five are the model; the rest is overwritten by every call
+NU_DOT = FLOAT_FIELDS.index("nu_dot")
 
 
 @njit
@@ -937,7 +933,7 @@ def linearize_batch_packed(ib, fbs, Q, V, TAU, A, B, NU, status):
     floating = ib[1] != 0
     for ch in prange(nchunk):
         fb = fbs[ch]
-        nu_dot = views(ib, fb)[1][23]
+        nu_dot = views(ib, fb)[1][NU_DOT]
         lo = (N * ch) // nchunk
         hi = (N * (ch + 1)) // nchunk
         for i in range(lo, hi):

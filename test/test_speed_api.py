@@ -9,12 +9,17 @@ from sva_linearizer.robots import load_robot
 from sva_linearizer.spatial import se3_exp, se3_log
 
 
+def _tree_state_tau(seed, n, floating):
+    """A random tree, a random state of it and random joint torques; and the generator."""
+    rng = np.random.default_rng(seed)
+    model = random_tree(rng, n=n, floating_base=floating)
+    st = random_state(model, rng)
+    return model, st, rng.normal(size=model.nj), rng
+
+
 @pytest.mark.parametrize("floating", [True, False])
 def test_data_and_out_arrays_give_the_same_numbers(floating):
-    rng = np.random.default_rng(3)
-    model = random_tree(rng, n=7, floating_base=floating)
-    st = random_state(model, rng)
-    tau = rng.normal(size=model.nj)
+    model, st, tau, rng = _tree_state_tau(3, 7, floating)
     ref = sl.linearize(model, st, tau)
     data = sl.Data(model)
     lin = sl.linearize(model, st, tau, data=data)
@@ -120,10 +125,7 @@ def _difference(model, a, b):
 
 @pytest.mark.parametrize("floating", [True, False])
 def test_discrete_time_against_finite_differences_of_the_step(floating):
-    rng = np.random.default_rng(5)
-    model = random_tree(rng, n=6, floating_base=floating)
-    st = random_state(model, rng)
-    tau = rng.normal(size=model.nj)
+    model, st, tau, _ = _tree_state_tau(5, 6, floating)
     dt = 0.02
     lin = sl.linearize(model, st, tau, dt=dt)
     assert lin.dt == dt
