@@ -16,6 +16,7 @@ import numpy as np
 
 from . import kernels as K
 from .state import State, as_vector
+from .spatial import crm
 
 BASE_VELOCITY_FRAMES = ("body", "inertial")
 
@@ -34,7 +35,7 @@ class Data:
         n = model.nj
         nb = n + 1
         self.nj, self.nv, self.floating_base = n, model.nv, model.floating_base
-        self.custom = tuple((j, model.bodies[j].joint) for j in arr.custom)
+        self.custom = tuple((j, model.bodies[j].joint, model.joint_names[j]) for j in arr.custom)
         lam = np.concatenate([[-1], arr.parent + 1]).astype(np.int64)
         children = [[] for _ in range(nb)]
         for k in range(1, nb):
@@ -49,14 +50,8 @@ class Data:
                     out.append([jj, jj + 1])
             return out
 
-        anc_ptr, anc_rng, sub_ptr, sub_rng = [0], [], [0], []
+        sub_ptr, sub_rng = [0], []
         for k in range(nb):
-            path, m = [], (lam[k] if k > 0 else -1)
-            while m > 0:               # strict ancestors' joints (bodies between k and the base)
-                path.append(m - 1)
-                m = lam[m]
-            anc_rng += ranges(path)
-            anc_ptr.append(len(anc_rng))
             stack, members = [k], []
             while stack:               # subtree joints, k's own included (the smallest)
                 b_ = stack.pop()
@@ -65,18 +60,12 @@ class Data:
                 stack.extend(children[b_])
             sub_rng += ranges(members)
             sub_ptr.append(len(sub_rng))
-        nbase = 12 if model.floating_base else 0
-        perm = list(range(nbase))
-        if model.floating_base:
-            perm[6:12] = range(6 + n, 12 + n)       # internal [z_H, v] -> D's [z_H | s | v | r]
-        for jj in range(n):
-            perm += [nbase // 2 + jj, model.nv + nbase // 2 + jj]
-        self.ib = np.array([n, int(model.floating_base), len(anc_rng), len(sub_rng)] + list(lam)
-                           + [0] + [int(t) for t in arr.jtype] + anc_ptr
-                           + [x for rg in anc_rng for x in rg] + sub_ptr
-                           + [x for rg in sub_rng for x in rg] + perm, dtype=np.int64)
+        self.ib = np.array([n, int(model.floating_base), len(sub_rng)] + list(lam)
+                           + [0] + [int(t) for t in arr.jtype] + sub_ptr
+                           + [x for rg in sub_rng for x in rg], dtype=np.int64)
         self.fb = np.zeros(K.float_size(n, 2 * model.nv))
-        self._bind()
+        used = self._bind()
+        assert used == self.fb.shape[0], "kernels.float_size and kernels.views disagree"
         self.Xtree[1:] = arr.Xtree
         self.I[0] = arr.base_inertia
         self.I[1:] = arr.inertia
@@ -90,10 +79,11 @@ class Data:
         self.c, self.pA, self.u, self.rdd = np.zeros((nb, 6)), np.zeros((nb, 6)), np.zeros(nb), np.zeros(n)
 
     def _bind(self):
-        ints, floats = K.views(self.ib, self.fb)
-        self.lam, self.jtype, self.anc_ptr, self.anc_rng, self.sub_ptr, self.sub_rng, self.perm = ints
+        ints, floats, used = K.views(self.ib, self.fb)
+        self.lam, self.jtype, self.sub_ptr, self.sub_rng = ints
         for name, a in zip(K.FLOAT_FIELDS, floats):
             setattr(self, name, a)
+        return used
 
     def copy(self):
         """An independent Data for the same model (e.g. one per thread)."""
@@ -136,18 +126,39 @@ def check_state(model, state):
 
 def fill_custom(d, s):
     """jcalc / jcalcderiv of user-defined joints (Appendix B interface), which compiled code
-    cannot call: their X_J, dX_J/ds and Gamma go into the buffers before a kernel runs."""
-    for j, joint in d.custom:
-        d.XJ[j + 1], d.S[j + 1] = joint.jcalc(s[j])
-        d.dXJ[j + 1] = joint.jcalcderiv(s[j])
+    cannot call: their X_J, Gamma and position twist sigma (dX_J/ds = -(sigma x) X_J) go into the
+    buffers before a kernel runs."""
+    for j, joint, name in d.custom:
+        X, d.S[j + 1] = joint.jcalc(s[j])
+        d.XJ[j + 1] = X
+        d.Sig[j + 1] = position_twist(X, joint.jcalcderiv(s[j]), name, s[j])
+
+
+def position_twist(X, dX, name="", s=0.0):
+    """sigma with dX_J/ds = -(sigma x) X_J: the twist along which the joint moves its child per unit
+    of s (Gamma for the built-in joints). A ValueError names the joint if dX is not of that form,
+    i.e. not the derivative of a path of spatial transforms."""
+    X = np.asarray(X, dtype=float)
+    dX = np.asarray(dX, dtype=float)
+    if not (np.all(np.isfinite(X)) and np.all(np.isfinite(dX))):
+        raise ValueError(f"joint '{name}': jcalc / jcalcderiv returned NaN or infinite values at "
+                         f"s = {s}")
+    W = -dX @ np.linalg.inv(X)   # = sigma x = [[w^, v^], [0, w^]]
+    sigma = np.array([W[2, 4], W[0, 5], W[1, 3], W[5, 4], W[3, 5], W[4, 3]])
+    resid = np.max(np.abs(W - crm(sigma)))
+    if resid > 1e-8 * max(1.0, np.max(np.abs(W))):
+        raise ValueError(f"joint '{name}': jcalcderiv(s) at s = {s} is not the derivative of jcalc's "
+                         f"X_J (dX_J X_J^-1 is not a motion cross-product matrix; residual "
+                         f"{resid:.3g})")
+    return sigma
 
 
 def _kinematics(model, state, data=None):
-    """jcalc for every joint and ^kX_lam, d^kX_lam/ds_k; base twist and gravity term a_0^r."""
+    """jcalc for every joint and ^kX_lam; base twist and gravity term a_0^r."""
     check_state(model, state)
     d = get_data(model, data)
     fill_custom(d, state.s)
-    K.kinematics(d.jtype, d.jaxis, d.jpitch, d.Xtree, state.s, d.XJ, d.dXJ, d.S, d.Xup, d.dXup)
+    K.kinematics(d.jtype, d.jaxis, d.jpitch, d.Xtree, state.s, d.XJ, d.S, d.Sig, d.Xup)
     K.gravity_in_base(state.R, d.a_grav, d.g0)
     d.v[0] = state.v_base
     return d
@@ -258,9 +269,8 @@ def extended_inverse_dynamics_derivatives(model, state, nu_dot, base_velocity_fr
         raise ValueError(f"base_velocity_frame must be one of {BASE_VELOCITY_FRAMES}, "
                          f"got {base_velocity_frame!r}")
     d = _run_eidamb(model, state, nu_dot, data)
-    K.eidamb_derivatives(d.lam, d.anc_ptr, d.anc_rng, d.sub_ptr, d.sub_rng, d.perm, d.Xup, d.dXup, d.S,
-                         d.I, state.r, d.v, d.a, d.f, model.floating_base, d.g0, d.dv, d.da, d.df,
-                         d.D, d.t6)
+    K.eidamb_derivatives(d.lam, model.floating_base, d.Xup, d.S, d.Sig, d.I, d.v, d.a, d.f, d.g0,
+                         d.IC, d.BC, d.Ps, d.tt, d.cur, d.D, d.T2, d.t6)
     nv = model.nv
     D_q, D_nu = d.D[:, :nv].copy(), d.D[:, nv:].copy()
     if model.floating_base and base_velocity_frame == "inertial":

@@ -21,8 +21,10 @@ does so for many states, in parallel over chunks of the batch.
 import numpy as np
 
 from ._jit import HAVE_NUMBA, njit, prange
+from .state import QUATERNION_TOLERANCE, check_vectors
 
 REVOLUTE, PRISMATIC, HELICAL, CUSTOM = 0, 1, 2, 3
+BAD_INPUT = -2  # status: an input is not finite, or the base quaternion not of unit norm
 
 
 # --------------------------------------------------------------------------------------------
@@ -104,19 +106,36 @@ def cross_f(v, h, out):
 
 @njit
 def congruence_add(X, M, T, out):
-    """out += X^T M X (6x6); T is 6x6 scratch."""
-    for i in range(6):
-        for c in range(6):
-            acc = 0.0
-            for m in range(6):
-                acc += M[i, m] * X[m, c]
-            T[i, c] = acc
+    """out += X^T M X for a spatial transform X = [[E, F], [0, E]] (3x3 blocks; every transform here
+    has that form, (2.36)) and a symmetric M; T is 6x6 scratch. The zero block and the symmetry of
+    the result save about 40% of the general product."""
+    for i in range(6):                      # T = M X, X's columns 0-2 are [E; 0]
+        for c in range(3):
+            T[i, c] = M[i, 0] * X[0, c] + M[i, 1] * X[1, c] + M[i, 2] * X[2, c]
+            T[i, c + 3] = (M[i, 0] * X[0, c + 3] + M[i, 1] * X[1, c + 3] + M[i, 2] * X[2, c + 3]
+                           + M[i, 3] * X[3, c + 3] + M[i, 4] * X[4, c + 3] + M[i, 5] * X[5, c + 3])
+    for r in range(3):                      # X^T T: rows 0-2 of X^T are [E^T, 0]
+        for c in range(r, 6):
+            acc = X[0, r] * T[0, c] + X[1, r] * T[1, c] + X[2, r] * T[2, c]
+            out[r, c] += acc
+            if c != r:
+                out[c, r] += acc
+    for r in range(3, 6):                   # rows 3-5 of X^T are [F^T, E^T]
+        for c in range(r, 6):
+            acc = (X[0, r] * T[0, c] + X[1, r] * T[1, c] + X[2, r] * T[2, c]
+                   + X[3, r] * T[3, c] + X[4, r] * T[4, c] + X[5, r] * T[5, c])
+            out[r, c] += acc
+            if c != r:
+                out[c, r] += acc
+
+
+@njit
+def congruence_set(X, M, T, out):
+    """out = X^T M X (6x6); T is 6x6 scratch."""
     for r in range(6):
         for c in range(6):
-            acc = 0.0
-            for i in range(6):
-                acc += X[i, r] * T[i, c]
-            out[r, c] += acc
+            out[r, c] = 0.0
+    congruence_add(X, M, T, out)
 
 
 @njit
@@ -153,31 +172,34 @@ def inv_spd6(A, out, T):
 
 @njit
 def quat_to_rot(quat, R):
-    """Rotation matrix of a unit quaternion (x, y, z, w)."""
+    """Rotation matrix of the quaternion (x, y, z, w) normalised (exact for a unit quaternion)."""
     x, y, z, w = quat[0], quat[1], quat[2], quat[3]
-    R[0, 0] = 1 - 2 * (y * y + z * z)
-    R[0, 1] = 2 * (x * y - z * w)
-    R[0, 2] = 2 * (x * z + y * w)
-    R[1, 0] = 2 * (x * y + z * w)
-    R[1, 1] = 1 - 2 * (x * x + z * z)
-    R[1, 2] = 2 * (y * z - x * w)
-    R[2, 0] = 2 * (x * z - y * w)
-    R[2, 1] = 2 * (y * z + x * w)
-    R[2, 2] = 1 - 2 * (x * x + y * y)
+    t = 2.0 / (x * x + y * y + z * z + w * w)
+    R[0, 0] = 1 - t * (y * y + z * z)
+    R[0, 1] = t * (x * y - z * w)
+    R[0, 2] = t * (x * z + y * w)
+    R[1, 0] = t * (x * y + z * w)
+    R[1, 1] = 1 - t * (x * x + z * z)
+    R[1, 2] = t * (y * z - x * w)
+    R[2, 0] = t * (x * z - y * w)
+    R[2, 1] = t * (y * z + x * w)
+    R[2, 2] = 1 - t * (x * x + y * y)
 
 
 # --------------------------------------------------------------------------------------------
 # Kinematics: jcalc (Appendix B) and the tree transforms
 # --------------------------------------------------------------------------------------------
 @njit
-def kinematics(jtype, jaxis, jpitch, Xtree, s, XJ, dXJ, S, Xup, dXup):
-    """jcalc / jcalcderiv (Appendix B.2, B.3) and ^kX_lam = X_J Xtree (EIDAmb line 16), with its
-    s_k-derivative (Table 4.3 line 3), for every body k = 1..N.
+def kinematics(jtype, jaxis, jpitch, Xtree, s, XJ, S, Sig, Xup):
+    """jcalc (Appendix B.2) and ^kX_lam = X_J Xtree (EIDAmb line 16) for every body k = 1..N, with
+    the joint's motion subspace Gamma_k (S) and its position twist sigma_k (Sig), defined by
+    d ^kX_lam / ds_k = -(sigma_k x) ^kX_lam (jcalcderiv, Appendix B.3, in Lie-algebra form).
 
     Built-in joints about a unit axis e: revolute (0), prismatic (1), helical (2, pitch):
     X_J = [[E, o^ E], [0, E]] with E = R(e, s)^T and o = -(translation along e), so the child moves
-    the way Gamma says, and dX_J/ds = -(Gamma x) X_J. Custom joints (3): the caller has filled
-    XJ[k], dXJ[k], S[k] from the user's jcalc / jcalcderiv."""
+    the way Gamma says and sigma = Gamma. Custom joints (3): the caller has filled XJ[k], S[k] and
+    Sig[k] from the user's jcalc / jcalcderiv (sigma may differ from Gamma there, as in the
+    thesis's Table B.1 joints, thesis_notes section 4)."""
     nb = jtype.shape[0]
     for k in range(1, nb):
         t = jtype[k]
@@ -221,6 +243,8 @@ def kinematics(jtype, jaxis, jpitch, Xtree, s, XJ, dXJ, S, Xup, dXup):
                     X[0, c + 3] = o1 * E2 - o2 * E1
                     X[1, c + 3] = o2 * E0 - o0 * E2
                     X[2, c + 3] = o0 * E1 - o1 * E0
+            for i in range(6):
+                Sig[k, i] = S[k, i]
         Y = Xup[k]
         T = Xtree[k]
         for i in range(6):
@@ -229,20 +253,6 @@ def kinematics(jtype, jaxis, jpitch, Xtree, s, XJ, dXJ, S, Xup, dXup):
                 for m in range(6):
                     acc += X[i, m] * T[m, c]
                 Y[i, c] = acc
-        dY = dXup[k]
-        if t == CUSTOM:
-            dX = dXJ[k]
-            for i in range(6):
-                for c in range(6):
-                    acc = 0.0
-                    for m in range(6):
-                        acc += dX[i, m] * T[m, c]
-                    dY[i, c] = acc
-        else:                                   # d(X_J Xtree)/ds = -(Gamma x) Xup
-            for c in range(6):
-                for i in range(6):
-                    dY[i, c] = 0.0
-                cross_m(S[k], Y[:, c], dY[:, c], -1.0)
 
 
 @njit
@@ -290,201 +300,193 @@ def eidamb(lam, Xup, S, I, r, rdot, v, a, f, tau, h):
 
 
 # --------------------------------------------------------------------------------------------
-# Derivatives of EIDAmb (Tables 4.2-4.5), forward mode over the columns a body depends on
+# Derivatives of EIDAmb (Tables 4.2-4.5), restructured as IDSVA (Singh et al. Alg. 1)
 # --------------------------------------------------------------------------------------------
 @njit(inline="always")
-def _col_df(Ik, vk, hk, Sk, rk, dvk, dak, dfk, c, tmp):
-    """Column c: da_k -= v_J x dv_k (v_J = r_k Gamma), then
-    df_k = M_k da_k + dv_k x* h_k + v_k x* (M_k dv_k)   (Tables 4.2-4.5, lines 6-11)."""
-    d0, d1, d2, d3, d4, d5 = dvk[c, 0], dvk[c, 1], dvk[c, 2], dvk[c, 3], dvk[c, 4], dvk[c, 5]
-    if rk != 0.0:
-        l0, l1, l2 = rk * Sk[0], rk * Sk[1], rk * Sk[2]
-        w0, w1, w2 = rk * Sk[3], rk * Sk[4], rk * Sk[5]
-        dak[c, 0] -= w1 * d2 - w2 * d1 + l1 * d5 - l2 * d4
-        dak[c, 1] -= w2 * d0 - w0 * d2 + l2 * d3 - l0 * d5
-        dak[c, 2] -= w0 * d1 - w1 * d0 + l0 * d4 - l1 * d3
-        dak[c, 3] -= w1 * d5 - w2 * d4
-        dak[c, 4] -= w2 * d3 - w0 * d5
-        dak[c, 5] -= w0 * d4 - w1 * d3
-    for i in range(6):
-        acc = 0.0
-        acc2 = 0.0
-        for m in range(6):
-            acc += Ik[i, m] * dak[c, m]
-            acc2 += Ik[i, m] * dvk[c, m]
-        dfk[c, i] = acc
-        tmp[i] = acc2
-    # + dv x* h  (B(h) dv, the thesis's x-bar*)
-    f0, f1, f2, n0, n1, n2 = hk[0], hk[1], hk[2], hk[3], hk[4], hk[5]
-    dfk[c, 0] += d4 * f2 - d5 * f1
-    dfk[c, 1] += d5 * f0 - d3 * f2
-    dfk[c, 2] += d3 * f1 - d4 * f0
-    dfk[c, 3] += d4 * n2 - d5 * n1 + d1 * f2 - d2 * f1
-    dfk[c, 4] += d5 * n0 - d3 * n2 + d2 * f0 - d0 * f2
-    dfk[c, 5] += d3 * n1 - d4 * n0 + d0 * f1 - d1 * f0
-    # + v x* (M dv)
-    l0, l1, l2, w0, w1, w2 = vk[0], vk[1], vk[2], vk[3], vk[4], vk[5]
-    f0, f1, f2, n0, n1, n2 = tmp[0], tmp[1], tmp[2], tmp[3], tmp[4], tmp[5]
-    dfk[c, 0] += w1 * f2 - w2 * f1
-    dfk[c, 1] += w2 * f0 - w0 * f2
-    dfk[c, 2] += w0 * f1 - w1 * f0
-    dfk[c, 3] += w1 * n2 - w2 * n1 + l1 * f2 - l2 * f1
-    dfk[c, 4] += w2 * n0 - w0 * n2 + l2 * f0 - l0 * f2
-    dfk[c, 5] += w0 * n1 - w1 * n0 + l0 * f1 - l1 * f0
-
-
-@njit(inline="always")
-def _mv_pair(X, x, rx, y, ry, dvk, dak, c):
-    """dv_k[c] = X x[rx], da_k[c] = X y[ry] (two 6x6 products sharing the loads of X)."""
-    for i in range(6):
-        acc = 0.0
-        acc2 = 0.0
-        for m in range(6):
-            acc += X[i, m] * x[rx, m]
-            acc2 += X[i, m] * y[ry, m]
-        dvk[c, i] = acc
-        dak[c, i] = acc2
-
-
-@njit(inline="always")
-def _fwd_cols(X, Ik, vk, hk, Sk, rk, dvp, dap, dvk, dak, dfk, c0, c1, tmp):
-    """Columns c0..c1-1 that body k inherits from its parent p (4.2 l6-7, 4.3 l4-6, 4.4 l5-6,
-    4.5 l3-5): dv_k = X dv_p, da_k = X da_p - v_J x dv_k, then df_k."""
-    for c in range(c0, c1):
-        _mv_pair(X, dvp, c, dap, c, dvk, dak, c)
-        _col_df(Ik, vk, hk, Sk, rk, dvk, dak, dfk, c, tmp)
-
-
-@njit(inline="always")
-def _fwd_cols_H(X, Ik, dap, dak, dfk, tmp):
-    """The z_H columns 0..5 (Table 4.2 lines 6-9): v_k does not depend on H at fixed body twist
-    (dv = 0), so da_k = X da_p and df_k = M_k da_k."""
-    for c in range(6):
-        for i in range(6):
-            acc = 0.0
-            for m in range(6):
-                acc += X[i, m] * dap[c, m]
-            tmp[i] = acc
-        for i in range(6):
-            dak[c, i] = tmp[i]
-        for i in range(6):
-            acc = 0.0
-            for m in range(6):
-                acc += Ik[i, m] * tmp[m]
-            dfk[c, i] = acc
-
-
-@njit(inline="always")
-def _bwd_cols(X, Sk, dfk, dfp, Drow, perm, c0, c1, up):
-    """Columns c0..c1-1 of body k on the way back: the row of joint k, Gamma^T df_k (4.2 l15,
-    4.3 l34, 4.4-4.5 l14), and df_lam += X^T df_k (4.2 l12, 4.3 l19, 4.4-4.5 l11)."""
-    for c in range(c0, c1):
-        Drow[perm[c]] = (Sk[0] * dfk[c, 0] + Sk[1] * dfk[c, 1] + Sk[2] * dfk[c, 2]
-                         + Sk[3] * dfk[c, 3] + Sk[4] * dfk[c, 4] + Sk[5] * dfk[c, 5])
-        if up:
-            for m in range(6):
-                acc = 0.0
-                for i in range(6):
-                    acc += X[i, m] * dfk[c, i]
-                dfp[c, m] += acc
+def _xtf(X, x, out):
+    """out = X^T x (a force taken from the child's to the parent's frame) for a spatial transform
+    X = [[E, F], [0, E]]: [E^T x_f; F^T x_f + E^T x_n]."""
+    for c in range(3):
+        out[c] = X[0, c] * x[0] + X[1, c] * x[1] + X[2, c] * x[2]
+        out[c + 3] = (X[0, c + 3] * x[0] + X[1, c + 3] * x[1] + X[2, c + 3] * x[2]
+                      + X[3, c + 3] * x[3] + X[4, c + 3] * x[4] + X[5, c + 3] * x[5])
 
 
 @njit
-def eidamb_derivatives(lam, anc_ptr, anc_rng, sub_ptr, sub_rng, perm, Xup, dXup, S, I, r, v, a, f,
-                       floating, g0, dv, da, df, D, t6):
-    """Derivatives of EIDAmb w.r.t. H, s, v, r (Tables 4.2-4.5) in one forward-mode pass.
+def congruence_add_gen(X, M, T, out):
+    """out += X^T M X for a spatial transform X = [[E, F], [0, E]] and any 6x6 M; T: scratch."""
+    for i in range(6):
+        for c in range(3):
+            T[i, c] = M[i, 0] * X[0, c] + M[i, 1] * X[1, c] + M[i, 2] * X[2, c]
+            T[i, c + 3] = (M[i, 0] * X[0, c + 3] + M[i, 1] * X[1, c + 3] + M[i, 2] * X[2, c + 3]
+                           + M[i, 3] * X[3, c + 3] + M[i, 4] * X[4, c + 3] + M[i, 5] * X[5, c + 3])
+    for c in range(6):
+        for r in range(3):
+            out[r, c] += X[0, r] * T[0, c] + X[1, r] * T[1, c] + X[2, r] * T[2, c]
+            out[r + 3, c] += (X[0, r + 3] * T[0, c] + X[1, r + 3] * T[1, c] + X[2, r + 3] * T[2, c]
+                              + X[3, r + 3] * T[3, c] + X[4, r + 3] * T[4, c]
+                              + X[5, r + 3] * T[5, c])
 
-    D (nv x 2nv) has the columns [z_H (6) | s (N) | v (6, body twist) | r (N)] (floating) or
-    [s (N) | r (N)] (fixed). Inside, tangent column c of body k is dv[k, c] (a 6-vector; likewise
-    da, df) in the order [z_H (6), v (6)] then (s_j, r_j) for each joint j; perm[c] is its column
-    in D. Needs v, a, f from eidamb (f[k] as subtree sums) at the same state and acceleration.
-    g0 = a_0^r = ^0R_A a_grav. With the body twist held fixed (thesis_notes section 3) v_0 does not
-    depend on H (Table 4.2 line 1 is zero) and only gravity does (line 2).
 
-    Sparsity: body k's velocity and acceleration depend only on the base columns and on the joints
-    of its path to the base (anc_rng[anc_ptr[k]:anc_ptr[k+1]]: ranges [a, b) of joint indices,
-    the strict ancestors'); its subtree force f[k] also on its subtree's joints (sub_rng, likewise;
-    k's own joint is the first). Only those columns are touched: O(N d) work.
-    Table 4.3's dM^c/ds_k propagation (lines 14-18, 24-26, 30-46) is not needed: M^c ^k a_{A,0} is
-    carried inside f[k] (see eidamb), whose s-derivative is propagated directly (lines 19-20)."""
-    nb = lam.shape[0]
-    n = nb - 1
-    nbase = 12 if floating else 0
-    row0 = 6 if floating else 0
-    nx = D.shape[1]
-    for i in range(D.shape[0]):                                   # joint rows are sparse
-        for c in range(nx):
-            D[i, c] = 0.0
-    tmp = t6[7]
-    if floating:                                                  # base body: z_H and v columns
-        mv(I[0], v[0], t6[0])
-        for c in range(12):
-            for i in range(6):
-                dv[0, c, i] = 0.0
-                da[0, c, i] = 0.0
-            if c >= 6:
-                dv[0, c, c - 6] = 1.0                             # Table 4.4 line 1
-            elif c >= 3:                                          # Table 4.2 line 2: g0 x e_m
-                e0 = 1.0 if c == 3 else 0.0
-                e1 = 1.0 if c == 4 else 0.0
-                e2 = 1.0 if c == 5 else 0.0
-                da[0, c, 0] = g0[1] * e2 - g0[2] * e1
-                da[0, c, 1] = g0[2] * e0 - g0[0] * e2
-                da[0, c, 2] = g0[0] * e1 - g0[1] * e0
-            _col_df(I[0], v[0], t6[0], S[0], 0.0, dv[0], da[0], df[0], c, tmp)   # lines 3-4
-        for c in range(12, nx):                                   # joint columns of f[0]: from
-            for i in range(6):                                    # the backward pass only
-                df[0, c, i] = 0.0
-    for k in range(1, nb):
-        p = lam[k]
-        j = k - 1
-        rk = r[j]
-        Xk, Ik, Sk, vk = Xup[k], I[k], S[k], v[k]
-        dvk, dak, dfk, dvp, dap = dv[k], da[k], df[k], dv[p], da[p]
-        hk = t6[0]
-        mv(Ik, vk, hk)                                            # h_k = M_k v_k
-        if floating:
-            _fwd_cols_H(Xk, Ik, dap, dak, dfk, tmp)
-            _fwd_cols(Xk, Ik, vk, hk, Sk, rk, dvp, dap, dvk, dak, dfk, 6, 12, tmp)
-        for t in range(anc_ptr[k], anc_ptr[k + 1]):
-            _fwd_cols(Xk, Ik, vk, hk, Sk, rk, dvp, dap, dvk, dak, dfk,
-                      nbase + 2 * anc_rng[t, 0], nbase + 2 * anc_rng[t, 1], tmp)
-        # own s column (4.3 l5, l7 + l29): dv_k = dXup v_p, da_k = dXup a_p - v_J x dv_k
-        c = nbase + 2 * j
-        _mv_pair(dXup[k], v, p, a, p, dvk, dak, c)
-        _col_df(Ik, vk, hk, Sk, rk, dvk, dak, dfk, c, tmp)
-        # own r column (4.5 l4, l6): dv_k = Gamma, da_k = v_k x Gamma (v_J x Gamma = 0)
-        c += 1
+@njit
+def two_b(M, v, h, T, B):
+    """2 B = v x* M - M v x + (M v) x-bar*  (Singh eq. 28) for a symmetric inertia M and twist v,
+    as C + C^T + (h x-bar*) with C = v x* M and h = M v (given). T: 6x6 scratch."""
+    for c in range(6):                  # T[c] = v x* M[:, c] (row c of C^T)
         for i in range(6):
-            dvk[c, i] = Sk[i]
-            dak[c, i] = 0.0
-        cross_m(vk, Sk, dak[c], 1.0)
-        _col_df(Ik, vk, hk, Sk, 0.0, dvk, dak, dfk, c, tmp)
-        # the subtree's columns of f[k] are filled by the backward pass
-        for t in range(sub_ptr[k], sub_ptr[k + 1]):
-            c0 = nbase + 2 * (j + 1) if t == sub_ptr[k] else nbase + 2 * sub_rng[t, 0]
-            for c in range(c0, nbase + 2 * sub_rng[t, 1]):
-                for i in range(6):
-                    dfk[c, i] = 0.0
-    for k in range(n, 0, -1):
+            T[c, i] = 0.0
+        cross_f(v, M[c], T[c])
+    for i in range(6):
+        for c in range(6):
+            B[i, c] = T[c, i] + T[i, c]
+    f0, f1, f2, n0, n1, n2 = h[0], h[1], h[2], h[3], h[4], h[5]
+    # + h x-bar* = [[0, -f^], [-f^, -n^]]  (x x* h as a function of x, h = [f; n])
+    B[0, 4] += f2
+    B[0, 5] -= f1
+    B[1, 3] -= f2
+    B[1, 5] += f0
+    B[2, 3] += f1
+    B[2, 4] -= f0
+    B[3, 1] += f2
+    B[3, 2] -= f1
+    B[4, 0] -= f2
+    B[4, 2] += f0
+    B[5, 0] += f1
+    B[5, 1] -= f0
+    B[3, 4] += n2
+    B[3, 5] -= n1
+    B[4, 3] -= n2
+    B[4, 5] += n0
+    B[5, 3] += n1
+    B[5, 4] -= n0
+
+
+@njit
+def eidamb_derivatives(lam, floating, Xup, S, Sig, I, v, a, f, g0, IC, BC, Ps, tt, cur, D, T, t6):
+    """The derivatives of EIDAmb w.r.t. H, s, v, r (Tables 4.2-4.5), computed by IDSVA (Singh et al.
+    Alg. 1, notes/singh_kim_digest.md section 2.4) in body coordinates: the same derivatives with
+    the arithmetic restructured to O(N d), a few 6-vector products per (ancestor, descendant) pair.
+
+    D (nv x 2nv) gets the columns [z_H (6) | s (N) | v (6, body twist) | r (N)] (floating) or
+    [s (N) | r (N)] (fixed). Needs eidamb at the same state and acceleration (v, a, and f as
+    subtree sums). g0 = a_0^r = ^0R_A a_grav. With the body twist held fixed (thesis_notes section 3)
+    only gravity depends on H: the base acts as a 6-DoF joint with Gamma_0 = sigma_0 = 1,
+    Psi-dot_0 = 0, Psi-ddot_0 = a_0^r x 1 and S-dot_0 = v_0 x 1.
+
+    Body coordinates rather than the paper's ground frame: a body's t1..t4 (lines 13-16) are taken
+    to each ancestor's frame on the way up (X^T), which costs a little more than ground-frame dot
+    products but keeps the rounding of the forward-mode tables (in the ground frame, inertias and
+    the joints' axes carry rounding that huge accelerations amplify: ~10x on icub).
+    IC, BC: composites M^C_k, 2 B^C_k (lines 8-9, 22). Ps[k] = [Psi-dot_k, Psi-ddot_k,
+    S-dot_k + Psi-dot_k (for Gamma)] (lines 5-7, eq. 31). tt[k]: t1..t4; cur: 4x6; T: 6x6 and t6: 3x6 scratch.
+
+    Joints whose position twist sigma differs from Gamma (custom joints, see kinematics) keep the
+    two apart: sigma in the position derivatives (Psi-dot, Psi-ddot, the f x-bar* sigma term),
+    Gamma in the velocity derivatives and in tau = Gamma^T f. Line 15's third term is kept (digest
+    section 2.9: dropping it is an erratum of the paper)."""
+    nb = lam.shape[0]
+    off = 6 if floating else 0
+    nv = nb - 1 + off
+    for i in range(D.shape[0]):
+        for c in range(D.shape[1]):
+            D[i, c] = 0.0
+    vp, ap, h = t6[0], t6[1], t6[2]
+    for k in range(nb):                                          # forward: lines 2-11
+        if k > 0:
+            p = lam[k]
+            mv(Xup[k], v[p], vp)                                 # v_lam, a_lam in k's frame
+            mv(Xup[k], a[p], ap)
+            P = Ps[k]
+            for i in range(3):
+                for m in range(6):
+                    P[i, m] = 0.0
+            cross_m(vp, Sig[k], P[0], 1.0)                       # line 6: Psi-dot = v_lam x sigma
+            cross_m(ap, Sig[k], P[1], 1.0)                       # line 7: Psi-ddot = a_lam x sigma
+            cross_m(vp, P[0], P[1], 1.0)                         #   + v_lam x Psi-dot
+            cross_m(vp, S[k], P[2], 2.0)                         # line 5: S-dot + Psi-dot (Gamma)
+        if k > 0 or floating:
+            for i in range(6):
+                for m in range(6):
+                    IC[k, i, m] = I[k, i, m]                     # line 8
+            mv(I[k], v[k], h)
+            two_b(I[k], v[k], h, T, BC[k])                       # line 9
+    v0 = v[0]
+    for k in range(nb - 1, 0, -1):                               # backward: line 12
         j = k - 1
         p = lam[k]
-        up = p > 0 or floating
-        Xk, Sk, dfk, dfp, Drow = Xup[k], S[k], df[k], df[p], D[row0 + j]
-        _bwd_cols(Xk, Sk, dfk, dfp, Drow, perm, 0, nbase, up)
-        for t in range(anc_ptr[k], anc_ptr[k + 1]):
-            _bwd_cols(Xk, Sk, dfk, dfp, Drow, perm, nbase + 2 * anc_rng[t, 0],
-                      nbase + 2 * anc_rng[t, 1], up)
-        for t in range(sub_ptr[k], sub_ptr[k + 1]):
-            _bwd_cols(Xk, Sk, dfk, dfp, Drow, perm, nbase + 2 * sub_rng[t, 0],
-                      nbase + 2 * sub_rng[t, 1], up)
-        if up:
-            mtv_add(dXup[k], f[k], dfp[nbase + 2 * j])            # 4.3 l20
-    if floating:
-        for c in range(nx):                                       # 4.2 l17, 4.3 l49, 4.4-4.5 l16
-            pc = perm[c]
+        ICk, BCk, G, P, t = IC[k], BC[k], S[k], Ps[k], tt[k]
+        psd, psdd, sdp = P[0], P[1], P[2]
+        t1, t2, t3, t4 = t[0], t[1], t[2], t[3]
+        for i in range(6):
+            a1 = 0.0    # line 13: t1 = M^C Gamma
+            a2 = 0.0    # line 14: t2 = 2B^C Gamma + M^C (S-dot + Psi-dot)
+            a3 = 0.0    # line 15: t3 = 2B^C Psi-dot + M^C Psi-ddot + f^C x-bar* sigma
+            a4 = 0.0    # line 16: t4 = (2B^C)^T Gamma
+            for m in range(6):
+                a1 += ICk[i, m] * G[m]
+                a2 += BCk[i, m] * G[m] + ICk[i, m] * sdp[m]
+                a3 += BCk[i, m] * psd[m] + ICk[i, m] * psdd[m]
+                a4 += BCk[m, i] * G[m]
+            t1[i], t2[i], t3[i], t4[i] = a1, a2, a3, a4
+        cross_f(Sig[k], f[k], t3)                                # f^C x-bar* sigma = sigma x* f^C
+        # lines 19-20 for the pair (k, k): the diagonal
+        rq, rv = off + j, nv + off + j
+        D[rq, rq] = dot6(t4, psd) + dot6(t1, psdd)
+        D[rq, rv] = dot6(t4, G) + dot6(t1, sdp)
+        # k's t1..t4 in each ancestor i's frame: lines 17-18 (row i, column k) and 19-20 (row k,
+        # column i)
+        for c in range(4):
+            for m in range(6):
+                cur[c, m] = t[c, m]
+        ch, i = k, p
+        while i > 0:
+            X = Xup[ch]
+            for c in range(4):
+                for m in range(6):
+                    h[m] = cur[c, m]
+                _xtf(X, h, cur[c])
+            Gi, Pi = S[i], Ps[i]
+            ri = off + i - 1
+            D[ri, rq] = dot6(Gi, cur[2])
+            D[ri, rv] = dot6(Gi, cur[1])
+            D[rq, ri] = dot6(cur[3], Pi[0]) + dot6(cur[0], Pi[1])
+            D[rq, nv + ri] = dot6(cur[3], Gi) + dot6(cur[0], Pi[2])
+            ch, i = i, lam[i]
+        if floating:
+            # the base (lines 17-20 with Gamma_0 = 1): its rows get t3, t2; row k's H and v
+            # columns t1^T (g0 x e) = -(g0 x* t1)^T and t4 + t1^T (v0 x e)
+            X = Xup[ch]
+            for c in range(4):
+                for m in range(6):
+                    h[m] = cur[c, m]
+                _xtf(X, h, cur[c])
+            Dr = D[rq]
+            for m in range(6):
+                D[m, rq] = cur[2, m]
+                D[m, rv] = cur[1, m]
+            cross_f(g0, cur[0], Dr[0:6])
+            cross_f(v0, cur[0], Dr[nv:nv + 6])
+            for m in range(6):
+                Dr[m] = -Dr[m]
+                Dr[nv + m] = cur[3, m] - Dr[nv + m]
+        if p > 0 or floating:                                    # line 22
+            congruence_add(Xup[k], ICk, T, IC[p])
+            congruence_add_gen(Xup[k], BCk, T, BC[p])
+    if floating:                                                 # base-base block (lines 19-20)
+        e, col, w = t6[0], t6[1], t6[2]
+        for c in range(6):
             for i in range(6):
-                D[i, pc] = df[0, c, i]
+                e[i] = 1.0 if i == c else 0.0
+                col[i] = 0.0
+            cross_m(g0, e, col, 1.0)                             # Psi-ddot_0 e_c = g0 x e_c
+            mv(IC[0], col, w)
+            for i in range(6):
+                D[i, c] = w[i]
+                col[i] = 0.0
+            cross_m(v0, e, col, 1.0)                             # S-dot_0 e_c = v0 x e_c
+            mv(IC[0], col, w)
+            for i in range(6):
+                D[i, nv + c] = BC[0, i, c] + w[i]
 
 
 # --------------------------------------------------------------------------------------------
@@ -624,8 +626,10 @@ def immamb(lam, Xup, S, I, floating, sub_ptr, sub_rng, IA, U, Dd, Fc, P, Minv, T
     """IMMA (Table 4.6, fixed base) and IMMAmb (Table 4.7, moving base): M^-1 without forming M.
 
     subtree(k) (joint indices, k's own included) is the ranges sub_rng[sub_ptr[k]:sub_ptr[k+1]].
-    Fc[k, col] is column col of the thesis's 6 x N matrix F_k, P[k, col] column col of P_k.
-    Minv is nv x nv with the base block first for a moving base. T, T2: 6x6 scratch.
+    Fc[k] is the thesis's 6 x N matrix F_k, P[k] likewise P_k (rows are the 6 components, so the
+    loops over columns run along contiguous memory). Minv is nv x nv with the base block first for
+    a moving base. T, T2: 6x6 scratch. Only the upper triangle is computed (lines 26-30 / 20-24
+    mirror it): row j of the forward pass needs columns >= j, and so P_k only columns > j.
     Returns 0, or k > 0 if the pivot D_k vanishes (M singular), or -1 if M^A_0 does."""
     nb = lam.shape[0]
     n = nb - 1
@@ -637,10 +641,11 @@ def immamb(lam, Xup, S, I, floating, sub_ptr, sub_rng, IA, U, Dd, Fc, P, Minv, T
     for k in range(nb):                                              # lines 1-5
         IA[k] = I[k]
         scale = max(scale, abs(I[k, 0, 0]) + abs(I[k, 3, 3]))
+        Fck = Fc[k]
         for t in range(sub_ptr[k], sub_ptr[k + 1]):
-            for col in range(sub_rng[t, 0], sub_rng[t, 1]):
-                for i in range(6):
-                    Fc[k, col, i] = 0.0
+            for i in range(6):
+                for col in range(sub_rng[t, 0], sub_rng[t, 1]):
+                    Fck[i, col] = 0.0
     for k in range(n, 0, -1):                                        # line 6
         j = k - 1
         p = lam[k]
@@ -652,54 +657,63 @@ def immamb(lam, Xup, S, I, floating, sub_ptr, sub_rng, IA, U, Dd, Fc, P, Minv, T
             return k
         Minv[off + j, off + j] = 1.0 / Dk                            # line 9
         up = p > 0 or floating                                       # line 11 (4.6); always (4.7)
-        Mrow = Minv[off + j]
+        Mrow = Minv[off + j, off:]
         for t in range(sub_ptr[k], sub_ptr[k + 1]):
-            for col in range(sub_rng[t, 0], sub_rng[t, 1]):
-                m = Mrow[off + col] - (Sk[0] * Fck[col, 0] + Sk[1] * Fck[col, 1]
-                                       + Sk[2] * Fck[col, 2] + Sk[3] * Fck[col, 3]
-                                       + Sk[4] * Fck[col, 4] + Sk[5] * Fck[col, 5]) / Dk  # line 10
-                Mrow[off + col] = m
-                if up:                                               # line 12 / 11
+            c0, c1 = sub_rng[t, 0], sub_rng[t, 1]
+            for col in range(c0, c1):
+                f0, f1, f2 = Fck[0, col], Fck[1, col], Fck[2, col]
+                f3, f4, f5 = Fck[3, col], Fck[4, col], Fck[5, col]
+                m = Mrow[col] - (Sk[0] * f0 + Sk[1] * f1 + Sk[2] * f2 + Sk[3] * f3 + Sk[4] * f4
+                                 + Sk[5] * f5) / Dk                  # line 10
+                Mrow[col] = m
+                if up:                                               # line 12 / 11:
+                    f0 += Uk[0] * m                                  # F_lam += X^T (F_k + U_k m)
+                    f1 += Uk[1] * m
+                    f2 += Uk[2] * m
+                    f3 += Uk[3] * m
+                    f4 += Uk[4] * m
+                    f5 += Uk[5] * m
                     for c in range(6):
-                        acc = 0.0
-                        for i in range(6):
-                            acc += Xk[i, c] * (Fck[col, i] + Uk[i] * m)
-                        Fcp[col, c] += acc
+                        Fcp[c, col] += (Xk[0, c] * f0 + Xk[1, c] * f1 + Xk[2, c] * f2
+                                        + Xk[3, c] * f3 + Xk[4, c] * f4 + Xk[5, c] * f5)
         for i in range(6):                                           # line 13 / 12
             for m in range(6):
                 T2[i, m] = IA[k, i, m] - Uk[i] * Uk[m] / Dk
         congruence_add(Xk, T2, T, IA[p])                             # line 14 / 13
+    P0 = P[0]
     if floating:
         if not inv_spd6(IA[0], T2, T):                               # 4.7 line 25: (M^A_0)^-1
             return -1
-        for col in range(n):                                         # 4.7 line 15
-            for i in range(6):
-                acc = 0.0
-                for m in range(6):
-                    acc -= T2[i, m] * Fc[0, col, m]
-                P[0, col, i] = acc
+        for i in range(6):                                           # 4.7 line 15
+            for col in range(n):
+                P0[i, col] = 0.0
+            for m in range(6):
+                x = -T2[i, m]
+                for col in range(n):
+                    P0[i, col] += x * Fc[0, m, col]
     else:
-        for col in range(n):
-            for i in range(6):
-                P[0, col, i] = 0.0
+        for i in range(6):
+            for col in range(n):
+                P0[i, col] = 0.0
     w = t6[0]
     for k in range(1, nb):                                           # line 17 / 16
         j = k - 1
-        Sk, Xk, Pk, Pp, Mrow = S[k], Xup[k], P[k], P[lam[k]], Minv[off + j]
+        Sk, Xk, Pk, Pp = S[k], Xup[k], P[k], P[lam[k]]
+        Mrow = Minv[off + j, off:]
         for i in range(6):                                           # w = X^T U / D
             w[i] = 0.0
         mtv_add(Xk, U[k], w)
         Dk = Dd[k]
-        for col in range(n):
-            m = Mrow[off + col] - (w[0] * Pp[col, 0] + w[1] * Pp[col, 1] + w[2] * Pp[col, 2]
-                                   + w[3] * Pp[col, 3] + w[4] * Pp[col, 4]
-                                   + w[5] * Pp[col, 5]) / Dk         # line 19 / 17
-            Mrow[off + col] = m
-            for i in range(6):                                       # lines 21-23 / 18
-                acc = Sk[i] * m
-                for c in range(6):
-                    acc += Xk[i, c] * Pp[col, c]
-                Pk[col, i] = acc
+        w0, w1, w2, w3, w4, w5 = w[0] / Dk, w[1] / Dk, w[2] / Dk, w[3] / Dk, w[4] / Dk, w[5] / Dk
+        for col in range(j, n):
+            p0, p1, p2 = Pp[0, col], Pp[1, col], Pp[2, col]
+            p3, p4, p5 = Pp[3, col], Pp[4, col], Pp[5, col]
+            m = Mrow[col] - (w0 * p0 + w1 * p1 + w2 * p2 + w3 * p3 + w4 * p4 + w5 * p5)  # line 19 / 17
+            Mrow[col] = m
+            if col > j:
+                for i in range(6):                                   # lines 21-23 / 18
+                    Pk[i, col] = (Sk[i] * m + Xk[i, 0] * p0 + Xk[i, 1] * p1 + Xk[i, 2] * p2
+                                  + Xk[i, 3] * p3 + Xk[i, 4] * p4 + Xk[i, 5] * p5)
     for i in range(n):                                               # lines 26-30 / 20-24
         for jj in range(i + 1, n):
             Minv[off + jj, off + i] = Minv[off + i, off + jj]
@@ -708,23 +722,22 @@ def immamb(lam, Xup, S, I, floating, sub_ptr, sub_rng, IA, U, Dd, Fc, P, Minv, T
             for c in range(6):
                 Minv[i, c] = T2[i, c]                                # 4.7 line 25
             for col in range(n):
-                Minv[i, 6 + col] = P[0, col, i]
-                Minv[6 + col, i] = P[0, col, i]
+                Minv[i, 6 + col] = P0[i, col]
+                Minv[6 + col, i] = P0[i, col]
     return 0
 
 
 # --------------------------------------------------------------------------------------------
 # The whole linearization in one call, on flat buffers
 # --------------------------------------------------------------------------------------------
-# Int buffer: header [N, floating, number of ancestor ranges, number of subtree ranges], then
-# lam (N+1), jtype (N+1), anc_ptr (N+2), anc_rng (ranges x 2), sub_ptr (N+2), sub_rng (ranges x 2),
-# perm (2 nv); see eidamb_derivatives.
+# Int buffer: header [N, floating, number of subtree ranges], then lam (N+1), jtype (N+1),
+# sub_ptr (N+2), sub_rng (ranges x 2).
 # Float buffer: the model (Xtree, I, jaxis, jpitch, a_grav), then the workspace; `views` carves
 # both into named arrays (the order of FLOAT_FIELDS).
-INT_HEADER = 4
-FLOAT_FIELDS = ("Xtree", "I", "jaxis", "jpitch", "a_grav", "XJ", "dXJ", "Xup", "dXup", "S", "v",
-                "a", "f", "IA", "U", "Dd", "Fc", "P", "dv", "da", "df", "D", "Minv", "nu_dot",
-                "bias", "tau_id", "R", "g0", "T", "T2", "t6")
+INT_HEADER = 3
+FLOAT_FIELDS = ("Xtree", "I", "jaxis", "jpitch", "a_grav", "XJ", "Xup", "S", "Sig", "v", "a", "f",
+                "IA", "U", "Dd", "Fc", "P", "IC", "BC", "Ps", "tt", "cur", "D", "MD", "Minv",
+                "nu_dot", "bias", "tau_id", "R", "g0", "T", "T2", "t6")
 MODEL_FIELDS = 5  # the first five are the model; the rest is overwritten by every call
 NU_DOT = FLOAT_FIELDS.index("nu_dot")
 
@@ -733,13 +746,32 @@ NU_DOT = FLOAT_FIELDS.index("nu_dot")
 def float_size(n, nx):
     nb = n + 1
     nv = nx // 2
-    return (nb * 36 * 2 + nb * 3 + nb + 3 + nb * 36 * 4 + nb * 6 * 4 + nb * 36 + nb * 6 + nb
-            + nb * n * 6 * 2 + nb * nx * 6 * 3 + nv * nx + nv * nv + nv * 3 + 9 + 6 + 36 * 2 + 8 * 6)
+    return (nb * 36 * 2 + nb * 3 + nb + 3                  # model
+            + nb * 36 * 2 + nb * 6 * 5                      # XJ, Xup, S, Sig, v, a, f
+            + nb * 36 + nb * 6 + nb + nb * 6 * n * 2        # IA, U, Dd, Fc, P
+            + nb * 36 * 2 + nb * 18 + nb * 24 + 24          # IC, BC, Ps, tt, cur
+            + nv * nx * 2 + nv * nv + nv * 3 + 9 + 6 + 36 * 2 + 8 * 6)
+
+
+@njit(inline="always")
+def _f1(fb, o, a):
+    return fb[o:o + a], o + a
+
+
+@njit(inline="always")
+def _f2(fb, o, a, b):
+    return fb[o:o + a * b].reshape((a, b)), o + a * b
+
+
+@njit(inline="always")
+def _f3(fb, o, a, b, c):
+    return fb[o:o + a * b * c].reshape((a, b, c)), o + a * b * c
 
 
 @njit
 def views(ib, fb):
-    """Named arrays on the int buffer ib and float buffer fb (no copies)."""
+    """Named arrays on the int buffer ib and float buffer fb (no copies), and the float buffer's
+    used length (Data checks it against float_size)."""
     n = ib[0]
     floating = ib[1] != 0
     nb = n + 1
@@ -750,116 +782,83 @@ def views(ib, fb):
     o += nb
     jtype = ib[o:o + nb]
     o += nb
-    anc_ptr = ib[o:o + nb + 1]
-    o += nb + 1
-    anc_rng = ib[o:o + 2 * ib[2]].reshape((ib[2], 2))
-    o += 2 * ib[2]
     sub_ptr = ib[o:o + nb + 1]
     o += nb + 1
-    sub_rng = ib[o:o + 2 * ib[3]].reshape((ib[3], 2))
-    o += 2 * ib[3]
-    perm = ib[o:o + nx]
+    sub_rng = ib[o:o + 2 * ib[2]].reshape((ib[2], 2))
     o = 0
-    Xtree = fb[o:o + nb * 36].reshape((nb, 6, 6))
-    o += nb * 36
-    I = fb[o:o + nb * 36].reshape((nb, 6, 6))  # noqa: E741
-    o += nb * 36
-    jaxis = fb[o:o + nb * 3].reshape((nb, 3))
-    o += nb * 3
-    jpitch = fb[o:o + nb]
-    o += nb
-    a_grav = fb[o:o + 3]
-    o += 3
-    XJ = fb[o:o + nb * 36].reshape((nb, 6, 6))
-    o += nb * 36
-    dXJ = fb[o:o + nb * 36].reshape((nb, 6, 6))
-    o += nb * 36
-    Xup = fb[o:o + nb * 36].reshape((nb, 6, 6))
-    o += nb * 36
-    dXup = fb[o:o + nb * 36].reshape((nb, 6, 6))
-    o += nb * 36
-    S = fb[o:o + nb * 6].reshape((nb, 6))
-    o += nb * 6
-    v = fb[o:o + nb * 6].reshape((nb, 6))
-    o += nb * 6
-    a = fb[o:o + nb * 6].reshape((nb, 6))
-    o += nb * 6
-    f = fb[o:o + nb * 6].reshape((nb, 6))
-    o += nb * 6
-    IA = fb[o:o + nb * 36].reshape((nb, 6, 6))
-    o += nb * 36
-    U = fb[o:o + nb * 6].reshape((nb, 6))
-    o += nb * 6
-    Dd = fb[o:o + nb]
-    o += nb
-    Fc = fb[o:o + nb * n * 6].reshape((nb, n, 6))
-    o += nb * n * 6
-    P = fb[o:o + nb * n * 6].reshape((nb, n, 6))
-    o += nb * n * 6
-    dv = fb[o:o + nb * nx * 6].reshape((nb, nx, 6))
-    o += nb * nx * 6
-    da = fb[o:o + nb * nx * 6].reshape((nb, nx, 6))
-    o += nb * nx * 6
-    df = fb[o:o + nb * nx * 6].reshape((nb, nx, 6))
-    o += nb * nx * 6
-    D = fb[o:o + nv * nx].reshape((nv, nx))
-    o += nv * nx
-    Minv = fb[o:o + nv * nv].reshape((nv, nv))
-    o += nv * nv
-    nu_dot = fb[o:o + nv]
-    o += nv
-    bias = fb[o:o + nv]
-    o += nv
-    tau_id = fb[o:o + nv]
-    o += nv
-    R = fb[o:o + 9].reshape((3, 3))
-    o += 9
-    g0 = fb[o:o + 6]
-    o += 6
-    T = fb[o:o + 36].reshape((6, 6))
-    o += 36
-    T2 = fb[o:o + 36].reshape((6, 6))
-    o += 36
-    t6 = fb[o:o + 48].reshape((8, 6))
-    return ((lam, jtype, anc_ptr, anc_rng, sub_ptr, sub_rng, perm),
-            (Xtree, I, jaxis, jpitch, a_grav, XJ, dXJ, Xup, dXup, S, v, a, f, IA, U, Dd, Fc, P, dv,
-             da, df, D, Minv, nu_dot, bias, tau_id, R, g0, T, T2, t6))
+    Xtree, o = _f3(fb, o, nb, 6, 6)
+    I, o = _f3(fb, o, nb, 6, 6)  # noqa: E741
+    jaxis, o = _f2(fb, o, nb, 3)
+    jpitch, o = _f1(fb, o, nb)
+    a_grav, o = _f1(fb, o, 3)
+    XJ, o = _f3(fb, o, nb, 6, 6)
+    Xup, o = _f3(fb, o, nb, 6, 6)
+    S, o = _f2(fb, o, nb, 6)
+    Sig, o = _f2(fb, o, nb, 6)
+    v, o = _f2(fb, o, nb, 6)
+    a, o = _f2(fb, o, nb, 6)
+    f, o = _f2(fb, o, nb, 6)
+    IA, o = _f3(fb, o, nb, 6, 6)
+    U, o = _f2(fb, o, nb, 6)
+    Dd, o = _f1(fb, o, nb)
+    Fc, o = _f3(fb, o, nb, 6, n)
+    P, o = _f3(fb, o, nb, 6, n)
+    IC, o = _f3(fb, o, nb, 6, 6)
+    BC, o = _f3(fb, o, nb, 6, 6)
+    Ps, o = _f3(fb, o, nb, 3, 6)
+    tt, o = _f3(fb, o, nb, 4, 6)
+    cur, o = _f2(fb, o, 4, 6)
+    D, o = _f2(fb, o, nv, nx)
+    MD, o = _f2(fb, o, nv, nx)
+    Minv, o = _f2(fb, o, nv, nv)
+    nu_dot, o = _f1(fb, o, nv)
+    bias, o = _f1(fb, o, nv)
+    tau_id, o = _f1(fb, o, nv)
+    R, o = _f2(fb, o, 3, 3)
+    g0, o = _f1(fb, o, 6)
+    T, o = _f2(fb, o, 6, 6)
+    T2, o = _f2(fb, o, 6, 6)
+    t6, o = _f2(fb, o, 8, 6)
+    return ((lam, jtype, sub_ptr, sub_rng),
+            (Xtree, I, jaxis, jpitch, a_grav, XJ, Xup, S, Sig, v, a, f, IA, U, Dd, Fc, P, IC, BC, Ps,
+             tt, cur, D, MD, Minv, nu_dot, bias, tau_id, R, g0, T, T2, t6), o)
 
 
 @njit
-def _linearize(ib, fb, s, r, quat, vb, tau, A, B):
+def _linearize(ib, fb, q, vel, tau, A, B):
     """One linearization (thesis_notes section 2) on the buffers; see linearize_packed."""
-    (lam, jtype, anc_ptr, anc_rng, sub_ptr, sub_rng, perm), (
-        Xtree, I, jaxis, jpitch, a_grav, XJ, dXJ, Xup, dXup, S, v, a, f, IA, U, Dd, Fc, P, dv, da,
-        df, D, Minv, nu_dot, bias, tau_id, R, g0, T, T2, t6) = views(ib, fb)
-    n = ib[0]
     floating = ib[1] != 0
+    if check_vectors(q, vel, tau, floating, QUATERNION_TOLERANCE) == 1:
+        return BAD_INPUT
+    if floating:
+        quat, s, vb, r = q[3:7], q[7:], vel[0:6], vel[6:]
+    else:
+        quat, s, vb, r = q[0:0], q, vel[0:0], vel
+    (lam, jtype, sub_ptr, sub_rng), (
+        Xtree, I, jaxis, jpitch, a_grav, XJ, Xup, S, Sig, v, a, f, IA, U, Dd, Fc, P, IC, BC, Ps, tt,
+        cur, D, MD, Minv, nu_dot, bias, tau_id, R, g0, T, T2, t6), _ = views(ib, fb)
+    n = ib[0]
     nv = n + 6 if floating else n
     off = nv - n
-    kinematics(jtype, jaxis, jpitch, Xtree, s, XJ, dXJ, S, Xup, dXup)
+    kinematics(jtype, jaxis, jpitch, Xtree, s, XJ, S, Sig, Xup)
     if floating:
         quat_to_rot(quat, R)
-        gravity_in_base(R, a_grav, g0)
-        for i in range(6):
-            v[0, i] = vb[i]
     else:
         for i in range(3):
             for c in range(3):
                 R[i, c] = 1.0 if i == c else 0.0
-        gravity_in_base(R, a_grav, g0)
-        v[0] = 0.0
+    gravity_in_base(R, a_grav, g0)
+    for i in range(6):
+        v[0, i] = vb[i] if floating else 0.0
+        a[0, i] = g0[i]
     # bias h(q, nu) = EIDAmb at nu_dot = 0, then nu_dot = Minv (S tau - h) (consistent acceleration)
     for i in range(nv):
         nu_dot[i] = 0.0
-    a[0] = g0
     eidamb(lam, Xup, S, I, r, nu_dot[off:], v, a, f, tau_id[off:], t6[0])
-    if floating:
-        for i in range(6):
-            tau_id[i] = f[0, i]
+    for i in range(off):
+        bias[i] = -f[0, i]
     for i in range(off, nv):
         bias[i] = tau[i - off] - tau_id[i]
-    for i in range(off):
-        bias[i] = -tau_id[i]
     status = immamb(lam, Xup, S, I, floating, sub_ptr, sub_rng, IA, U, Dd, Fc, P, Minv, T, T2, t6)
     if status != 0:
         return status
@@ -872,8 +871,7 @@ def _linearize(ib, fb, s, r, quat, vb, tau, A, B):
     for i in range(6):
         a[0, i] = g0[i] + (nu_dot[i] if floating else 0.0)
     eidamb(lam, Xup, S, I, r, nu_dot[off:], v, a, f, tau_id[off:], t6[0])
-    eidamb_derivatives(lam, anc_ptr, anc_rng, sub_ptr, sub_rng, perm, Xup, dXup, S, I, r, v, a, f,
-                       floating, g0, dv, da, df, D, t6)
+    eidamb_derivatives(lam, floating, Xup, S, Sig, I, v, a, f, g0, IC, BC, Ps, tt, cur, D, T2, t6)
     # A = [[-ad(v) (+) 0, I], [-Minv D]], B = [[0], [Minv S]]  (3.53)
     nx = 2 * nv
     for i in range(nv):
@@ -883,35 +881,29 @@ def _linearize(ib, fb, s, r, quat, vb, tau, A, B):
         for c in range(n):
             B[i, c] = 0.0
     if floating:
+        e = t6[1]
         for c in range(6):
-            for i in range(6):
-                A[i, c] = 0.0
-            e = t6[1]
             for i in range(6):
                 e[i] = 1.0 if i == c else 0.0
             cross_m(vb, e, A[0:6, c], -1.0)                          # d/dt z_H = -ad(v) z_H + z_v
+    np.dot(Minv, D, MD)
     for i in range(nv):
-        Ai = A[nv + i]
+        Ai, MDi = A[nv + i], MD[i]
         for c in range(nx):
-            Ai[c] = 0.0
-        for m in range(nv):
-            w = -Minv[i, m]
-            if w != 0.0:
-                Dm = D[m]
-                for c in range(nx):
-                    Ai[c] += w * Dm[c]
+            Ai[c] = -MDi[c]
         for c in range(n):
             B[nv + i, c] = Minv[i, off + c]
     return 0
 
 
 @njit
-def linearize_packed(ib, fb, s, r, quat, vb, tau, A, B):
-    """A (2nv x 2nv) and B (2nv x nj) at one state (joint positions s, rates r, base quaternion quat,
-    base body twist vb; ignored for a fixed base), written into A and B; nu_dot, Minv and the
-    EIDAmb derivatives D stay in the workspace (fb). Returns 0, k > 0 if the pivot of body k (joint
-    k-1) vanishes (M singular there), -1 if the base's articulated inertia is singular."""
-    return _linearize(ib, fb, s, r, quat, vb, tau, A, B)
+def linearize_packed(ib, fb, q, v, tau, A, B):
+    """A (2nv x 2nv) and B (2nv x nj) at one state given as Pinocchio-style flat vectors q, v
+    (State.q, State.v) and torques tau, written into A and B; nu_dot, Minv and the EIDAmb
+    derivatives D stay in the workspace (fb). Returns 0; k > 0 if the pivot of body k (joint k-1)
+    vanishes (M singular there); -1 if the base's articulated inertia is singular; BAD_INPUT if an
+    input is not finite or the quaternion is not of unit norm (nothing is computed then)."""
+    return _linearize(ib, fb, q, v, tau, A, B)
 
 
 def num_threads():
@@ -930,17 +922,11 @@ def linearize_batch_packed(ib, fbs, Q, V, TAU, A, B, NU, status):
     into each). NU[i] receives nu_dot, status[i] as linearize_packed."""
     nchunk = fbs.shape[0]
     N = Q.shape[0]
-    floating = ib[1] != 0
     for ch in prange(nchunk):
         fb = fbs[ch]
         nu_dot = views(ib, fb)[1][NU_DOT]
         lo = (N * ch) // nchunk
         hi = (N * (ch + 1)) // nchunk
         for i in range(lo, hi):
-            if floating:
-                status[i] = _linearize(ib, fb, Q[i, 7:], V[i, 6:], Q[i, 3:7], V[i, 0:6], TAU[i],
-                                       A[i], B[i])
-            else:
-                status[i] = _linearize(ib, fb, Q[i], V[i], Q[i, 0:0], V[i, 0:0], TAU[i], A[i],
-                                       B[i])
+            status[i] = _linearize(ib, fb, Q[i], V[i], TAU[i], A[i], B[i])
             NU[i] = nu_dot

@@ -21,19 +21,29 @@ import numpy as np
 from . import algorithms as alg
 from . import kernels as K
 from .spatial import crm
-from .state import QUATERNION_TOLERANCE, as_vector
+from .state import QUATERNION_TOLERANCE, _is_vector, as_vector, input_error
 
 
 class Linearization:
     """A (2nv, 2nv), B (2nv, nj); nu_dot (nv,) the consistent acceleration the derivatives were
-    taken at; Minv (nv, nv); D_q, D_nu (nv, nv) the EIDAmb derivatives; with dt: Ad, Bd of the
-    discrete step (else None)."""
+    taken at; Minv (nv, nv); D (nv, 2nv) the EIDAmb derivatives [D_q | D_nu]; with dt: Ad, Bd of
+    the discrete step (else None)."""
 
-    __slots__ = ("A", "B", "nu_dot", "Minv", "D_q", "D_nu", "dt", "Ad", "Bd")
+    __slots__ = ("A", "B", "nu_dot", "Minv", "D", "dt", "Ad", "Bd")
 
-    def __init__(self, A, B, nu_dot, Minv, D_q, D_nu, dt=None, Ad=None, Bd=None):
-        self.A, self.B, self.nu_dot, self.Minv, self.D_q, self.D_nu = A, B, nu_dot, Minv, D_q, D_nu
+    def __init__(self, A, B, nu_dot, Minv, D, dt=None, Ad=None, Bd=None):
+        self.A, self.B, self.nu_dot, self.Minv, self.D = A, B, nu_dot, Minv, D
         self.dt, self.Ad, self.Bd = dt, Ad, Bd
+
+    @property
+    def D_q(self):
+        """d EIDAmb / d q (nv, nv): columns [z_H (6), s] (fixed base: s)."""
+        return self.D[:, :self.D.shape[0]]
+
+    @property
+    def D_nu(self):
+        """d EIDAmb / d nu (nv, nv): columns [v (6), r] (fixed base: r)."""
+        return self.D[:, self.D.shape[0]:]
 
     def __repr__(self):
         return f"<Linearization A{self.A.shape} B{self.B.shape}{'' if self.dt is None else f' dt={self.dt}'}>"
@@ -60,7 +70,8 @@ def linearize(model, state, tau, *, data=None, out=None, dt=None):
     data: an sl.Data(model) to reuse (no allocation at all); the returned Linearization's arrays
     are then views into it, overwritten by its next use. Without it, fresh arrays are returned.
     out: (A, B) arrays to write into. dt: also the discrete-time Ad, Bd (semi-implicit Euler)."""
-    tau = as_vector("tau", tau, model.nj)
+    if not _is_vector(tau, model.nj):
+        tau = as_vector("tau", tau, model.nj)
     alg.check_state(model, state)
     d = alg.get_data(model, data)
     if out is None and data is not None:
@@ -69,15 +80,15 @@ def linearize(model, state, tau, *, data=None, out=None, dt=None):
         A, B = _out_arrays(out, (2 * d.nv, 2 * d.nv), (2 * d.nv, d.nj))
     if d.custom:
         alg.fill_custom(d, state.s)
-    status = K.linearize_packed(d.ib, d.fb, state.s, state.r, state.quat, state.v_base, tau, A, B)
+    status = K.linearize_packed(d.ib, d.fb, state.q, state.v, tau, A, B)
     if status != 0:
+        if status == K.BAD_INPUT:
+            raise input_error(model, state.q, state.v, tau)
         raise alg.singular_mass_matrix_error(model, status)
-    nv = d.nv
     if data is not None:
-        lin = Linearization(A, B, d.nu_dot, d.Minv, d.D[:, :nv], d.D[:, nv:])
+        lin = Linearization(A, B, d.nu_dot, d.Minv, d.D)
     else:
-        lin = Linearization(A, B, d.nu_dot.copy(), d.Minv.copy(), d.D[:, :nv].copy(),
-                            d.D[:, nv:].copy())
+        lin = Linearization(A, B, d.nu_dot.copy(), d.Minv.copy(), d.D.copy())
     if dt is not None:
         dt = _check_dt(dt)
         v_plus = state.v_base + dt * lin.nu_dot[0:6] if model.floating_base else None

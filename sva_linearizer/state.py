@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 
+from ._jit import njit
 from .spatial import matrix_to_quat, quat_to_matrix
 
 QUATERNION_TOLERANCE = 1e-6  # |norm - 1| up to this is normalised silently; beyond it is an error
@@ -41,78 +42,157 @@ def unit_quaternion(quat, name="quaternion"):
 class State:
     """q = (H, s), nu = (v, r) of thesis (3.6); v is the base's body twist [v_lin; w].
 
-    Fixed base: H is the identity and v zero. Build with State.from_vectors (flat Pinocchio-style
-    vectors) or State(model, R=..., p=..., s=..., v_base=..., r=...)."""
+    Held as the flat vectors q = [p, quaternion (x, y, z, w), s] and v = [v_lin, w, r] (Pinocchio's
+    layout; q = s, v = r for a fixed base); p, quat, R, s, v_base, r are views of them. Fixed base:
+    H is the identity and v zero. Build with State.from_vectors (flat vectors, not copied when they
+    are already contiguous float64 arrays with a unit quaternion) or
+    State(model, R=..., p=..., s=..., v_base=..., r=...)."""
 
-    __slots__ = ("nj", "floating_base", "quat", "_R", "p", "s", "v_base", "r")
+    __slots__ = ("nj", "floating_base", "q", "v", "_R")
 
     def __init__(self, model, R=None, p=None, s=None, v_base=None, r=None):
         nj = model.nj
         self.nj = nj
         self.floating_base = model.floating_base
-        self.s = np.zeros(nj) if s is None else as_vector("joint positions s", s, nj)
-        self.r = np.zeros(nj) if r is None else as_vector("joint velocities r", r, nj)
+        self._R = None
+        s = np.zeros(nj) if s is None else as_vector("joint positions s", s, nj)
+        r = np.zeros(nj) if r is None else as_vector("joint velocities r", r, nj)
         if self.floating_base:
             R = np.eye(3) if R is None else np.asarray(R, dtype=float)
             if R.shape != (3, 3) or not np.all(np.isfinite(R)):
                 raise ValueError("base rotation R: expected a finite 3x3 matrix")
             if np.max(np.abs(R.T @ R - np.eye(3))) > 1e-6 or np.linalg.det(R) < 0:
                 raise ValueError("base rotation R: not a rotation matrix")
-            self.R = R
-            self.p = np.zeros(3) if p is None else as_vector("base position p", p, 3)
-            self.v_base = np.zeros(6) if v_base is None else as_vector("base twist v", v_base, 6)
+            quat = matrix_to_quat(R)
+            p = np.zeros(3) if p is None else as_vector("base position p", p, 3)
+            v_base = np.zeros(6) if v_base is None else as_vector("base twist v", v_base, 6)
+            self.q = np.concatenate([p, quat / np.linalg.norm(quat), s])
+            self.v = np.concatenate([v_base, r])
+            self._R = R
         else:
             if (p is not None and np.any(p)) or (v_base is not None and np.any(v_base)):
                 raise ValueError("fixed-base model: base pose and twist are not part of the state")
-            self.R, self.p, self.v_base = np.eye(3), np.zeros(3), np.zeros(6)
-
-    @property
-    def R(self):
-        """Base rotation ^AR_0 (computed from the unit quaternion `quat` (x, y, z, w) on first use)."""
-        if self._R is None:
-            self._R = quat_to_matrix(self.quat.tolist())
-        return self._R
-
-    @R.setter
-    def R(self, R):
-        q = matrix_to_quat(R)
-        self.quat = q / np.linalg.norm(q)
-        self._R = R
+            self.q, self.v = s.copy(), r.copy()
 
     @classmethod
     def from_vectors(cls, model, q, v):
         """q = [p(3), quaternion x y z w (4), s(nj)] and v = [v_lin(3), w(3), r(nj)] (body twist)
         for a floating base; q = s, v = r for a fixed base (Pinocchio's conventions)."""
-        q = as_vector("q", q, model.nq)
-        v = as_vector("v", v, model.nv)
-        st = object.__new__(cls)          # fields set directly: the vectors are checked above
-        st.nj = model.nj
-        st.floating_base = model.floating_base
-        if not model.floating_base:
-            st.s, st.r = q, v
-            st.quat, st._R = np.array([0.0, 0.0, 0.0, 1.0]), None
-            st.p, st.v_base = np.zeros(3), np.zeros(6)
-            return st
-        quat = q[3:7]
-        nrm = math.sqrt(quat @ quat)
-        if abs(nrm - 1.0) > QUATERNION_TOLERANCE:
-            unit_quaternion(quat, "q[3:7] (base quaternion x, y, z, w)")  # raises, naming it
-        st.quat = quat if nrm == 1.0 else quat / nrm
-        st._R = None
-        st.p, st.s, st.v_base, st.r = q[0:3], q[7:], v[0:6], v[6:]
+        if not (_is_vector(q, model.nq) and _is_vector(v, model.nv)):
+            q = as_vector("q", q, model.nq)
+            v = as_vector("v", v, model.nv)
+        floating = model.floating_base
+        status = check_vectors(q, v, _EMPTY, floating, QUATERNION_TOLERANCE)
+        if status == 4:                   # within tolerance: a normalised copy
+            q = q.copy()
+            q[3:7] /= math.sqrt(q[3:7] @ q[3:7])
+        elif status != 0:
+            raise input_error(model, q, v)
+        st = object.__new__(cls)
+        st.nj, st.floating_base, st.q, st.v, st._R = model.nj, floating, q, v, None
         return st
 
     @property
-    def q(self):
-        if not self.floating_base:
-            return self.s.copy()
-        return np.concatenate([self.p, self.quat, self.s])
+    def quat(self):
+        """Base orientation as a unit quaternion (x, y, z, w) (identity for a fixed base)."""
+        return self.q[3:7] if self.floating_base else np.array([0.0, 0.0, 0.0, 1.0])
 
     @property
-    def v(self):
+    def p(self):
+        return self.q[0:3] if self.floating_base else np.zeros(3)
+
+    @property
+    def s(self):
+        return self.q[7:] if self.floating_base else self.q
+
+    @property
+    def v_base(self):
+        return self.v[0:6] if self.floating_base else np.zeros(6)
+
+    @property
+    def r(self):
+        return self.v[6:] if self.floating_base else self.v
+
+    @property
+    def R(self):
+        """Base rotation ^AR_0 (computed from the unit quaternion on first use)."""
+        if self._R is None:
+            self._R = quat_to_matrix(self.quat.tolist())
+        return self._R
+
+    # Setters give the state new vectors (never writing into arrays a caller passed in).
+    def _set(self, which, lo, hi, name, value):
+        old = getattr(self, which)
+        new = old.copy()
+        hi = new.shape[0] if hi is None else hi
+        new[lo:hi] = as_vector(name, value, hi - lo)
+        setattr(self, which, new)
+
+    @s.setter
+    def s(self, value):
+        self._set("q", 7 if self.floating_base else 0, None, "joint positions s", value)
+
+    @r.setter
+    def r(self, value):
+        self._set("v", 6 if self.floating_base else 0, None, "joint velocities r", value)
+
+    @p.setter
+    def p(self, value):
         if not self.floating_base:
-            return self.r.copy()
-        return np.concatenate([self.v_base, self.r])
+            raise ValueError("fixed-base model: base pose and twist are not part of the state")
+        self._set("q", 0, 3, "base position p", value)
+
+    @v_base.setter
+    def v_base(self, value):
+        if not self.floating_base:
+            raise ValueError("fixed-base model: base pose and twist are not part of the state")
+        self._set("v", 0, 6, "base twist v", value)
 
     def __repr__(self):
         return f"<sva_linearizer.State nj={self.nj} floating_base={self.floating_base}>"
+
+
+_EMPTY = np.zeros(0)
+
+
+def _is_vector(x, size):
+    """x is already what the kernels take: a C-contiguous float64 vector of the given size."""
+    return (type(x) is np.ndarray and x.dtype == np.float64 and x.ndim == 1 and x.shape[0] == size
+            and x.flags.c_contiguous)
+
+
+def input_error(model, q, v, tau=None):
+    """The ValueError naming what is wrong with flat state vectors (and tau), which check_vectors
+    found not finite or with a non-unit quaternion."""
+    try:
+        q = as_vector("q", q, model.nq)
+        v = as_vector("v", v, model.nv)
+        if tau is not None:
+            as_vector("tau", tau, model.nj)
+        if model.floating_base:
+            unit_quaternion(q[3:7], "q[3:7] (base quaternion x, y, z, w)")
+    except ValueError as e:
+        return e
+    return ValueError("invalid state vectors")  # pragma: no cover - check_vectors and this agree
+
+
+@njit
+def check_vectors(q, v, tau, floating, tol):
+    """0 if q, v, tau are finite and (floating base) q[3:7] has unit norm; 4 if that norm is within
+    tol of 1 (normalise it), else 1 (something to report: see input_error)."""
+    for i in range(q.shape[0]):
+        if not math.isfinite(q[i]):
+            return 1
+    for i in range(v.shape[0]):
+        if not math.isfinite(v[i]):
+            return 1
+    for i in range(tau.shape[0]):
+        if not math.isfinite(tau[i]):
+            return 1
+    if floating:
+        nrm = math.sqrt(q[3] * q[3] + q[4] * q[4] + q[5] * q[5] + q[6] * q[6])
+        if abs(nrm - 1.0) > tol:
+            return 1
+        if nrm != 1.0:
+            return 4
+    return 0
