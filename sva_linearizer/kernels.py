@@ -30,7 +30,7 @@ BAD_INPUT = -2  # status: an input is not finite, or the base quaternion not of 
 # --------------------------------------------------------------------------------------------
 # 6-vector / 6x6 helpers (no allocation; outputs may alias inputs where noted)
 # --------------------------------------------------------------------------------------------
-@njit
+@njit(inline="always")
 def mv(X, x, out):
     """out = X x (6x6 times 6); out must not alias x."""
     for i in range(6):
@@ -40,7 +40,7 @@ def mv(X, x, out):
         out[i] = acc
 
 
-@njit
+@njit(inline="always")
 def mv_add(X, x, out):
     """out += X x."""
     for i in range(6):
@@ -50,7 +50,7 @@ def mv_add(X, x, out):
         out[i] += acc
 
 
-@njit
+@njit(inline="always")
 def mtv_add(X, x, out):
     """out += X^T x."""
     for m in range(6):
@@ -60,12 +60,12 @@ def mtv_add(X, x, out):
         out[m] += acc
 
 
-@njit
+@njit(inline="always")
 def dot6(a, b):
     return a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3] + a[4] * b[4] + a[5] * b[5]
 
 
-@njit
+@njit(inline="always")
 def cross_m(v, u, out, sign):
     """out (+)= sign * (v x u) for motions, v x = [[w^, v^], [0, w^]] (2.33). Alias-safe."""
     l0, l1, l2, w0, w1, w2 = v[0], v[1], v[2], v[3], v[4], v[5]
@@ -84,7 +84,7 @@ def cross_m(v, u, out, sign):
     out[5] += sign * o5
 
 
-@njit
+@njit(inline="always")
 def cross_f(v, h, out):
     """out += v x* h for a motion v and a force h, v x* = -(v x)^T = [[w^, 0], [v^, w^]] (2.42).
     As a function of v this is the thesis's B(h) v = v x-bar* h. Alias-safe."""
@@ -104,7 +104,7 @@ def cross_f(v, h, out):
     out[5] += o5
 
 
-@njit
+@njit(inline="always")
 def congruence_add(X, M, T, out):
     """out += X^T M X for a spatial transform X = [[E, F], [0, E]] (3x3 blocks; every transform here
     has that form, (2.36)) and a symmetric M; T is 6x6 scratch. The zero block and the symmetry of
@@ -129,7 +129,7 @@ def congruence_add(X, M, T, out):
                 out[c, r] += acc
 
 
-@njit
+@njit(inline="always")
 def congruence_set(X, M, T, out):
     """out = X^T M X (6x6); T is 6x6 scratch."""
     for r in range(6):
@@ -138,7 +138,7 @@ def congruence_set(X, M, T, out):
     congruence_add(X, M, T, out)
 
 
-@njit
+@njit(inline="always")
 def inv_spd6(A, out, T):
     """out = A^-1 for a symmetric positive-definite 6x6 A (Cholesky); T is 6x6 scratch.
     Returns False if A is not numerically positive definite."""
@@ -170,7 +170,7 @@ def inv_spd6(A, out, T):
     return True
 
 
-@njit
+@njit(inline="always")
 def quat_to_rot(quat, R):
     """Rotation matrix of the quaternion (x, y, z, w) normalised (exact for a unit quaternion)."""
     x, y, z, w = quat[0], quat[1], quat[2], quat[3]
@@ -255,7 +255,7 @@ def kinematics(jtype, jaxis, jpitch, Xtree, s, XJ, S, Sig, Xup):
                 Y[i, c] = acc
 
 
-@njit
+@njit(inline="always")
 def gravity_in_base(R, a_grav, g0):
     """a_0^r = ^0X_A a_grav (EIDAmb line 7): the gravity term seen from the base frame."""
     for i in range(3):
@@ -312,7 +312,7 @@ def _xtf(X, x, out):
                       + X[3, c + 3] * x[3] + X[4, c + 3] * x[4] + X[5, c + 3] * x[5])
 
 
-@njit
+@njit(inline="always")
 def congruence_add_gen(X, M, T, out):
     """out += X^T M X for a spatial transform X = [[E, F], [0, E]] and any 6x6 M; T: scratch."""
     for i in range(6):
@@ -328,7 +328,7 @@ def congruence_add_gen(X, M, T, out):
                               + X[5, r + 3] * T[5, c])
 
 
-@njit
+@njit(inline="always")
 def two_b(M, v, h, T, B):
     """2 B = v x* M - M v x + (M v) x-bar*  (Singh eq. 28) for a symmetric inertia M and twist v,
     as C + C^T + (h x-bar*) with C = v x* M and h = M v (given). T: 6x6 scratch."""
@@ -621,6 +621,32 @@ def crbamb(lam, Xup, S, I, floating, Ic, M, t6):
 # --------------------------------------------------------------------------------------------
 # IMMA (Table 4.6) / IMMAmb (Table 4.7)
 # --------------------------------------------------------------------------------------------
+@njit(inline="always")
+def _p_columns(X, S, w0, w1, w2, w3, w4, w5, Pp, Pk, Mrow, c0, c1):
+    """IMMA(mb) forward pass for columns c0..c1-1 (Table 4.6 lines 19-23 / 4.7 lines 17-18):
+    m = Minv_row - w^T P_lam, P_k = X P_lam + Gamma m. X and Gamma are held in locals so that the
+    column loop is straight-line code."""
+    x00, x01, x02, x03, x04, x05 = X[0, 0], X[0, 1], X[0, 2], X[0, 3], X[0, 4], X[0, 5]
+    x10, x11, x12, x13, x14, x15 = X[1, 0], X[1, 1], X[1, 2], X[1, 3], X[1, 4], X[1, 5]
+    x20, x21, x22, x23, x24, x25 = X[2, 0], X[2, 1], X[2, 2], X[2, 3], X[2, 4], X[2, 5]
+    x33, x34, x35 = X[3, 3], X[3, 4], X[3, 5]
+    x43, x44, x45 = X[4, 3], X[4, 4], X[4, 5]
+    x53, x54, x55 = X[5, 3], X[5, 4], X[5, 5]   # X = [[E, F], [0, E]]: the lower-left block is 0
+    s0, s1, s2, s3, s4, s5 = S[0], S[1], S[2], S[3], S[4], S[5]
+    P0, P1, P2, P3, P4, P5 = Pp[0], Pp[1], Pp[2], Pp[3], Pp[4], Pp[5]
+    Q0, Q1, Q2, Q3, Q4, Q5 = Pk[0], Pk[1], Pk[2], Pk[3], Pk[4], Pk[5]
+    for col in range(c0, c1):
+        p0, p1, p2, p3, p4, p5 = P0[col], P1[col], P2[col], P3[col], P4[col], P5[col]
+        m = Mrow[col] - (w0 * p0 + w1 * p1 + w2 * p2 + w3 * p3 + w4 * p4 + w5 * p5)
+        Mrow[col] = m
+        Q0[col] = s0 * m + x00 * p0 + x01 * p1 + x02 * p2 + x03 * p3 + x04 * p4 + x05 * p5
+        Q1[col] = s1 * m + x10 * p0 + x11 * p1 + x12 * p2 + x13 * p3 + x14 * p4 + x15 * p5
+        Q2[col] = s2 * m + x20 * p0 + x21 * p1 + x22 * p2 + x23 * p3 + x24 * p4 + x25 * p5
+        Q3[col] = s3 * m + x33 * p3 + x34 * p4 + x35 * p5
+        Q4[col] = s4 * m + x43 * p3 + x44 * p4 + x45 * p5
+        Q5[col] = s5 * m + x53 * p3 + x54 * p4 + x55 * p5
+
+
 @njit
 def immamb(lam, Xup, S, I, floating, sub_ptr, sub_rng, IA, U, Dd, Fc, P, Minv, T, T2, t6):
     """IMMA (Table 4.6, fixed base) and IMMAmb (Table 4.7, moving base): M^-1 without forming M.
@@ -705,15 +731,9 @@ def immamb(lam, Xup, S, I, floating, sub_ptr, sub_rng, IA, U, Dd, Fc, P, Minv, T
         mtv_add(Xk, U[k], w)
         Dk = Dd[k]
         w0, w1, w2, w3, w4, w5 = w[0] / Dk, w[1] / Dk, w[2] / Dk, w[3] / Dk, w[4] / Dk, w[5] / Dk
-        for col in range(j, n):
-            p0, p1, p2 = Pp[0, col], Pp[1, col], Pp[2, col]
-            p3, p4, p5 = Pp[3, col], Pp[4, col], Pp[5, col]
-            m = Mrow[col] - (w0 * p0 + w1 * p1 + w2 * p2 + w3 * p3 + w4 * p4 + w5 * p5)  # line 19 / 17
-            Mrow[col] = m
-            if col > j:
-                for i in range(6):                                   # lines 21-23 / 18
-                    Pk[i, col] = (Sk[i] * m + Xk[i, 0] * p0 + Xk[i, 1] * p1 + Xk[i, 2] * p2
-                                  + Xk[i, 3] * p3 + Xk[i, 4] * p4 + Xk[i, 5] * p5)
+        Mrow[j] -= (w0 * Pp[0, j] + w1 * Pp[1, j] + w2 * Pp[2, j] + w3 * Pp[3, j]
+                    + w4 * Pp[4, j] + w5 * Pp[5, j])                 # line 19 / 17, column j
+        _p_columns(Xk, Sk, w0, w1, w2, w3, w4, w5, Pp, Pk, Mrow, j + 1, n)
     for i in range(n):                                               # lines 26-30 / 20-24
         for jj in range(i + 1, n):
             Minv[off + jj, off + i] = Minv[off + i, off + jj]
