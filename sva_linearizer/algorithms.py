@@ -207,7 +207,8 @@ def _run_eidamb(model, state, nu_dot, data=None):
     vdot, rdot = _split_nu_dot(model, nu_dot)
     d = _kinematics(model, state, data)
     d.a[0] = vdot + d.g0  # ^0a_{A,0} + a_0^r
-    K.eidamb(d.lam, d.Xup, d.S, d.I, state.r, rdot, d.v, d.a, d.f, d.tau_id[:model.nj], d.t6[0])
+    K.eidamb(d.lam, d.Xup, d.S, d.I, state.r, rdot, d.v, d.a, d.f, d.tau_id[:model.nj], d.vp, d.ap,
+             d.hv, True)
     return d
 
 
@@ -269,8 +270,8 @@ def extended_inverse_dynamics_derivatives(model, state, nu_dot, base_velocity_fr
         raise ValueError(f"base_velocity_frame must be one of {BASE_VELOCITY_FRAMES}, "
                          f"got {base_velocity_frame!r}")
     d = _run_eidamb(model, state, nu_dot, data)
-    K.eidamb_derivatives(d.lam, model.floating_base, d.Xup, d.S, d.Sig, d.I, d.v, d.a, d.f, d.g0,
-                         d.IC, d.BC, d.Ps, d.tt, d.cur, d.D, d.T2, d.t6)
+    K.eidamb_derivatives(d.lam, model.floating_base, d.S, d.Sig, d.Xup, d.I, d.v, d.vp, d.ap, d.hv,
+                         d.f, d.g0, d.IC, d.BC, d.Ps, d.tt, d.cur, d.D, d.T2, d.t6)
     nv = model.nv
     D_q, D_nu = d.D[:, :nv].copy(), d.D[:, nv:].copy()
     if model.floating_base and base_velocity_frame == "inertial":

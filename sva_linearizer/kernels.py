@@ -267,7 +267,7 @@ def gravity_in_base(R, a_grav, g0):
 # EIDAmb (Table 4.1)
 # --------------------------------------------------------------------------------------------
 @njit
-def eidamb(lam, Xup, S, I, r, rdot, v, a, f, tau, h):
+def eidamb(lam, Xup, S, I, r, rdot, v, a, f, tau, vp, ap, hv, velocities):
     """EIDAmb (Table 4.1), with the base acceleration folded into the body accelerations.
 
     On entry v[0] is the base twist v_0 and a[0] = ^0a_{A,0} + a_0^r (base acceleration plus the
@@ -276,24 +276,29 @@ def eidamb(lam, Xup, S, I, r, rdot, v, a, f, tau, h):
       f[k] = M_k a[k] + v_k x* M_k v_k, accumulated over the subtree (lines 22, 27)
     so that f[k] = M^c_k ^k a_{A,0} + b^c_k, tau_k = Gamma^T f[k] (line 32), and
     f[0] = M^c_0 a_0 + 0F r_dot + b^vp_0 = ID_b (line 41): the r_dot terms that line 41 adds
-    through 0F are already inside a[k]. h is 6-vector scratch."""
+    through 0F are already inside a[k].
+    Also kept for the derivatives: vp[k], ap[k] = the parent's twist and acceleration in k's frame
+    (^kX_lam v_lam, ^kX_lam a_lam) and hv[k] = M_k v_k. velocities=False reuses v, vp and hv
+    from an earlier call at the same state (only the accelerations changed)."""
     nb = lam.shape[0]
-    mv(I[0], v[0], h)                                            # lines 10-11
+    if velocities:
+        mv(I[0], v[0], hv[0])                                    # lines 10-11
     mv(I[0], a[0], f[0])
-    cross_f(v[0], h, f[0])
+    cross_f(v[0], hv[0], f[0])
     for k in range(1, nb):                                       # line 13
         p = lam[k]
         rk = r[k - 1]
-        mv(Xup[k], v[p], v[k])                                   # line 17
+        if velocities:
+            mv(Xup[k], v[p], vp[k])                              # line 17
+            for i in range(6):
+                v[k, i] = vp[k, i] + S[k, i] * rk                # line 15: v_J = Gamma r
+            mv(I[k], v[k], hv[k])
+        mv(Xup[k], a[p], ap[k])                                  # lines 18, 31
         for i in range(6):
-            v[k, i] += S[k, i] * rk                              # line 15: v_J = Gamma r
-        mv(Xup[k], a[p], a[k])                                   # lines 18, 31
-        for i in range(6):
-            a[k, i] += S[k, i] * rdot[k - 1]
+            a[k, i] = ap[k, i] + S[k, i] * rdot[k - 1]
         cross_m(v[k], S[k], a[k], rk)                            # v_k x v_J
-        mv(I[k], v[k], h)                                        # lines 21-22
-        mv(I[k], a[k], f[k])
-        cross_f(v[k], h, f[k])
+        mv(I[k], a[k], f[k])                                     # lines 21-22
+        cross_f(v[k], hv[k], f[k])
     for k in range(nb - 1, 0, -1):                               # line 25
         tau[k - 1] = dot6(S[k], f[k])                            # line 32 (subtree of k complete)
         mtv_add(Xup[k], f[k], f[lam[k]])                         # line 27
@@ -362,14 +367,15 @@ def two_b(M, v, h, T, B):
 
 
 @njit
-def eidamb_derivatives(lam, floating, Xup, S, Sig, I, v, a, f, g0, IC, BC, Ps, tt, cur, D, T, t6):
+def eidamb_derivatives(lam, floating, S, Sig, Xup, I, v, vp, ap, hv, f, g0, IC, BC, Ps, tt, cur, D,
+                       T, t6):
     """The derivatives of EIDAmb w.r.t. H, s, v, r (Tables 4.2-4.5), computed by IDSVA (Singh et al.
     Alg. 1, notes/singh_kim_digest.md section 2.4) in body coordinates: the same derivatives with
     the arithmetic restructured to O(N d), a few 6-vector products per (ancestor, descendant) pair.
 
     D (nv x 2nv) gets the columns [z_H (6) | s (N) | v (6, body twist) | r (N)] (floating) or
     [s (N) | r (N)] (fixed). Needs eidamb at the same state and acceleration (v, a, and f as
-    subtree sums). g0 = a_0^r = ^0R_A a_grav. With the body twist held fixed (thesis_notes section 3)
+    subtree sums, and its vp, ap, hv). g0 = a_0^r = ^0R_A a_grav. With the body twist held fixed (thesis_notes section 3)
     only gravity depends on H: the base acts as a 6-DoF joint with Gamma_0 = sigma_0 = 1,
     Psi-dot_0 = 0, Psi-ddot_0 = a_0^r x 1 and S-dot_0 = v_0 x 1.
 
@@ -390,26 +396,22 @@ def eidamb_derivatives(lam, floating, Xup, S, Sig, I, v, a, f, g0, IC, BC, Ps, t
     for i in range(D.shape[0]):
         for c in range(D.shape[1]):
             D[i, c] = 0.0
-    vp, ap, h = t6[0], t6[1], t6[2]
+    h = t6[2]
     for k in range(nb):                                          # forward: lines 2-11
         if k > 0:
-            p = lam[k]
-            mv(Xup[k], v[p], vp)                                 # v_lam, a_lam in k's frame
-            mv(Xup[k], a[p], ap)
-            P = Ps[k]
+            P, vpk = Ps[k], vp[k]                                # v_lam, a_lam in k's frame
             for i in range(3):
                 for m in range(6):
                     P[i, m] = 0.0
-            cross_m(vp, Sig[k], P[0], 1.0)                       # line 6: Psi-dot = v_lam x sigma
-            cross_m(ap, Sig[k], P[1], 1.0)                       # line 7: Psi-ddot = a_lam x sigma
-            cross_m(vp, P[0], P[1], 1.0)                         #   + v_lam x Psi-dot
-            cross_m(vp, S[k], P[2], 2.0)                         # line 5: S-dot + Psi-dot (Gamma)
+            cross_m(vpk, Sig[k], P[0], 1.0)                      # line 6: Psi-dot = v_lam x sigma
+            cross_m(ap[k], Sig[k], P[1], 1.0)                    # line 7: Psi-ddot = a_lam x sigma
+            cross_m(vpk, P[0], P[1], 1.0)                        #   + v_lam x Psi-dot
+            cross_m(vpk, S[k], P[2], 2.0)                        # line 5: S-dot + Psi-dot (Gamma)
         if k > 0 or floating:
             for i in range(6):
                 for m in range(6):
                     IC[k, i, m] = I[k, i, m]                     # line 8
-            mv(I[k], v[k], h)
-            two_b(I[k], v[k], h, T, BC[k])                       # line 9
+            two_b(I[k], v[k], hv[k], T, BC[k])                   # line 9
     v0 = v[0]
     for k in range(nb - 1, 0, -1):                               # backward: line 12
         j = k - 1
@@ -660,12 +662,14 @@ def immamb(lam, Xup, S, I, floating, sub_ptr, sub_rng, IA, U, Dd, Fc, P, Minv, T
     nb = lam.shape[0]
     n = nb - 1
     off = 6 if floating else 0
-    for i in range(Minv.shape[0]):
-        for c in range(Minv.shape[1]):
-            Minv[i, c] = 0.0
+    for i in range(n):                                               # the upper triangle
+        for c in range(i, n):
+            Minv[off + i, off + c] = 0.0
     scale = 0.0
     for k in range(nb):                                              # lines 1-5
-        IA[k] = I[k]
+        for i in range(6):
+            for c in range(6):
+                IA[k, i, c] = I[k, i, c]
         scale = max(scale, abs(I[k, 0, 0]) + abs(I[k, 3, 3]))
         Fck = Fc[k]
         for t in range(sub_ptr[k], sub_ptr[k + 1]):
@@ -681,7 +685,8 @@ def immamb(lam, Xup, S, I, floating, sub_ptr, sub_rng, IA, U, Dd, Fc, P, Minv, T
         Dd[k] = Dk
         if not Dk > 1e-12 * scale:
             return k
-        Minv[off + j, off + j] = 1.0 / Dk                            # line 9
+        iD = 1.0 / Dk
+        Minv[off + j, off + j] = iD                                  # line 9
         up = p > 0 or floating                                       # line 11 (4.6); always (4.7)
         Mrow = Minv[off + j, off:]
         for t in range(sub_ptr[k], sub_ptr[k + 1]):
@@ -690,7 +695,7 @@ def immamb(lam, Xup, S, I, floating, sub_ptr, sub_rng, IA, U, Dd, Fc, P, Minv, T
                 f0, f1, f2 = Fck[0, col], Fck[1, col], Fck[2, col]
                 f3, f4, f5 = Fck[3, col], Fck[4, col], Fck[5, col]
                 m = Mrow[col] - (Sk[0] * f0 + Sk[1] * f1 + Sk[2] * f2 + Sk[3] * f3 + Sk[4] * f4
-                                 + Sk[5] * f5) / Dk                  # line 10
+                                 + Sk[5] * f5) * iD                  # line 10
                 Mrow[col] = m
                 if up:                                               # line 12 / 11:
                     f0 += Uk[0] * m                                  # F_lam += X^T (F_k + U_k m)
@@ -703,8 +708,9 @@ def immamb(lam, Xup, S, I, floating, sub_ptr, sub_rng, IA, U, Dd, Fc, P, Minv, T
                         Fcp[c, col] += (Xk[0, c] * f0 + Xk[1, c] * f1 + Xk[2, c] * f2
                                         + Xk[3, c] * f3 + Xk[4, c] * f4 + Xk[5, c] * f5)
         for i in range(6):                                           # line 13 / 12
+            ui = Uk[i] * iD
             for m in range(6):
-                T2[i, m] = IA[k, i, m] - Uk[i] * Uk[m] / Dk
+                T2[i, m] = IA[k, i, m] - ui * Uk[m]
         congruence_add(Xk, T2, T, IA[p])                             # line 14 / 13
     P0 = P[0]
     if floating:
@@ -756,6 +762,7 @@ def immamb(lam, Xup, S, I, floating, sub_ptr, sub_rng, IA, U, Dd, Fc, P, Minv, T
 # both into named arrays (the order of FLOAT_FIELDS).
 INT_HEADER = 3
 FLOAT_FIELDS = ("Xtree", "I", "jaxis", "jpitch", "a_grav", "XJ", "Xup", "S", "Sig", "v", "a", "f",
+                "vp", "ap", "hv",
                 "IA", "U", "Dd", "Fc", "P", "IC", "BC", "Ps", "tt", "cur", "D", "MD", "Minv",
                 "nu_dot", "bias", "tau_id", "R", "g0", "T", "T2", "t6")
 MODEL_FIELDS = 5  # the first five are the model; the rest is overwritten by every call
@@ -767,7 +774,7 @@ def float_size(n, nx):
     nb = n + 1
     nv = nx // 2
     return (nb * 36 * 2 + nb * 3 + nb + 3                  # model
-            + nb * 36 * 2 + nb * 6 * 5                      # XJ, Xup, S, Sig, v, a, f
+            + nb * 36 * 2 + nb * 6 * 8                      # XJ, Xup, S, Sig, v, a, f, vp, ap, hv
             + nb * 36 + nb * 6 + nb + nb * 6 * n * 2        # IA, U, Dd, Fc, P
             + nb * 36 * 2 + nb * 18 + nb * 24 + 24          # IC, BC, Ps, tt, cur
             + nv * nx * 2 + nv * nv + nv * 3 + 9 + 6 + 36 * 2 + 8 * 6)
@@ -818,6 +825,9 @@ def views(ib, fb):
     v, o = _f2(fb, o, nb, 6)
     a, o = _f2(fb, o, nb, 6)
     f, o = _f2(fb, o, nb, 6)
+    vp, o = _f2(fb, o, nb, 6)
+    ap, o = _f2(fb, o, nb, 6)
+    hv, o = _f2(fb, o, nb, 6)
     IA, o = _f3(fb, o, nb, 6, 6)
     U, o = _f2(fb, o, nb, 6)
     Dd, o = _f1(fb, o, nb)
@@ -840,8 +850,8 @@ def views(ib, fb):
     T2, o = _f2(fb, o, 6, 6)
     t6, o = _f2(fb, o, 8, 6)
     return ((lam, jtype, sub_ptr, sub_rng),
-            (Xtree, I, jaxis, jpitch, a_grav, XJ, Xup, S, Sig, v, a, f, IA, U, Dd, Fc, P, IC, BC, Ps,
-             tt, cur, D, MD, Minv, nu_dot, bias, tau_id, R, g0, T, T2, t6), o)
+            (Xtree, I, jaxis, jpitch, a_grav, XJ, Xup, S, Sig, v, a, f, vp, ap, hv, IA, U, Dd, Fc, P,
+             IC, BC, Ps, tt, cur, D, MD, Minv, nu_dot, bias, tau_id, R, g0, T, T2, t6), o)
 
 
 @njit
@@ -855,8 +865,8 @@ def _linearize(ib, fb, q, vel, tau, A, B):
     else:
         quat, s, vb, r = q[0:0], q, vel[0:0], vel
     (lam, jtype, sub_ptr, sub_rng), (
-        Xtree, I, jaxis, jpitch, a_grav, XJ, Xup, S, Sig, v, a, f, IA, U, Dd, Fc, P, IC, BC, Ps, tt,
-        cur, D, MD, Minv, nu_dot, bias, tau_id, R, g0, T, T2, t6), _ = views(ib, fb)
+        Xtree, I, jaxis, jpitch, a_grav, XJ, Xup, S, Sig, v, a, f, vp, ap, hv, IA, U, Dd, Fc, P, IC,
+        BC, Ps, tt, cur, D, MD, Minv, nu_dot, bias, tau_id, R, g0, T, T2, t6), _ = views(ib, fb)
     n = ib[0]
     nv = n + 6 if floating else n
     off = nv - n
@@ -874,7 +884,7 @@ def _linearize(ib, fb, q, vel, tau, A, B):
     # bias h(q, nu) = EIDAmb at nu_dot = 0, then nu_dot = Minv (S tau - h) (consistent acceleration)
     for i in range(nv):
         nu_dot[i] = 0.0
-    eidamb(lam, Xup, S, I, r, nu_dot[off:], v, a, f, tau_id[off:], t6[0])
+    eidamb(lam, Xup, S, I, r, nu_dot[off:], v, a, f, tau_id[off:], vp, ap, hv, True)
     for i in range(off):
         bias[i] = -f[0, i]
     for i in range(off, nv):
@@ -890,8 +900,9 @@ def _linearize(ib, fb, q, vel, tau, A, B):
     # EIDAmb at the consistent acceleration, then its derivatives (Tables 4.2-4.5)
     for i in range(6):
         a[0, i] = g0[i] + (nu_dot[i] if floating else 0.0)
-    eidamb(lam, Xup, S, I, r, nu_dot[off:], v, a, f, tau_id[off:], t6[0])
-    eidamb_derivatives(lam, floating, Xup, S, Sig, I, v, a, f, g0, IC, BC, Ps, tt, cur, D, T2, t6)
+    eidamb(lam, Xup, S, I, r, nu_dot[off:], v, a, f, tau_id[off:], vp, ap, hv, False)
+    eidamb_derivatives(lam, floating, S, Sig, Xup, I, v, vp, ap, hv, f, g0, IC, BC, Ps, tt, cur, D,
+                       T2, t6)
     # A = [[-ad(v) (+) 0, I], [-Minv D]], B = [[0], [Minv S]]  (3.53)
     nx = 2 * nv
     for i in range(nv):
