@@ -143,6 +143,11 @@ def position_twist(X, dX, name="", s=0.0):
     if not (np.all(np.isfinite(X)) and np.all(np.isfinite(dX))):
         raise ValueError(f"joint '{name}': jcalc / jcalcderiv returned NaN or infinite values at "
                          f"s = {s}")
+    scale = max(1.0, float(np.max(np.abs(X))))
+    if (np.max(np.abs(X[3:6, 0:3])) > 1e-9 * scale or np.max(np.abs(X[0:3, 0:3] - X[3:6, 3:6])) > 1e-9 * scale
+            or np.max(np.abs(X[0:3, 0:3] @ X[0:3, 0:3].T - np.eye(3))) > 1e-9):
+        raise ValueError(f"joint '{name}': jcalc(s) at s = {s} is not a spatial transform "
+                         "[[E, o^ E], [0, E]] (E a rotation; linear-angular order, thesis (2.36))")
     W = -dX @ np.linalg.inv(X)   # = sigma x = [[w^, v^], [0, w^]]
     sigma = np.array([W[2, 4], W[0, 5], W[1, 3], W[5, 4], W[3, 5], W[4, 3]])
     resid = np.max(np.abs(W - crm(sigma)))

@@ -245,14 +245,17 @@ def kinematics(jtype, jaxis, jpitch, Xtree, s, XJ, S, Sig, Xup):
                     X[2, c + 3] = o0 * E1 - o1 * E0
             for i in range(6):
                 Sig[k, i] = S[k, i]
+        # Xup = X_J Xtree with both [[E, F], [0, E]]: [[E_J E_t, E_J F_t + F_J E_t], [0, E_J E_t]]
         Y = Xup[k]
         T = Xtree[k]
-        for i in range(6):
-            for c in range(6):
-                acc = 0.0
-                for m in range(6):
-                    acc += X[i, m] * T[m, c]
-                Y[i, c] = acc
+        for i in range(3):
+            for c in range(3):
+                e = X[i, 0] * T[0, c] + X[i, 1] * T[1, c] + X[i, 2] * T[2, c]
+                Y[i, c] = e
+                Y[i + 3, c + 3] = e
+                Y[i + 3, c] = 0.0
+                Y[i, c + 3] = (X[i, 0] * T[0, c + 3] + X[i, 1] * T[1, c + 3] + X[i, 2] * T[2, c + 3]
+                               + X[i, 3] * T[3, c + 3] + X[i, 4] * T[4, c + 3] + X[i, 5] * T[5, c + 3])
 
 
 @njit(inline="always")
@@ -310,11 +313,12 @@ def eidamb(lam, Xup, S, I, r, rdot, v, a, f, tau, vp, ap, hv, velocities):
 @njit(inline="always")
 def _xtf(X, x, out):
     """out = X^T x (a force taken from the child's to the parent's frame) for a spatial transform
-    X = [[E, F], [0, E]]: [E^T x_f; F^T x_f + E^T x_n]."""
+    X = [[E, F], [0, E]]: [E^T x_f; F^T x_f + E^T x_n]. out may alias x."""
+    x0, x1, x2, x3, x4, x5 = x[0], x[1], x[2], x[3], x[4], x[5]
     for c in range(3):
-        out[c] = X[0, c] * x[0] + X[1, c] * x[1] + X[2, c] * x[2]
-        out[c + 3] = (X[0, c + 3] * x[0] + X[1, c + 3] * x[1] + X[2, c + 3] * x[2]
-                      + X[3, c + 3] * x[3] + X[4, c + 3] * x[4] + X[5, c + 3] * x[5])
+        out[c] = X[0, c] * x0 + X[1, c] * x1 + X[2, c] * x2
+        out[c + 3] = (X[0, c + 3] * x0 + X[1, c + 3] * x1 + X[2, c + 3] * x2
+                      + X[3, c + 3] * x3 + X[4, c + 3] * x4 + X[5, c + 3] * x5)
 
 
 @njit(inline="always")
@@ -396,7 +400,6 @@ def eidamb_derivatives(lam, floating, S, Sig, Xup, I, v, vp, ap, hv, f, g0, IC, 
     for i in range(D.shape[0]):
         for c in range(D.shape[1]):
             D[i, c] = 0.0
-    h = t6[2]
     for k in range(nb):                                          # forward: lines 2-11
         if k > 0:
             P, vpk = Ps[k], vp[k]                                # v_lam, a_lam in k's frame
@@ -444,9 +447,7 @@ def eidamb_derivatives(lam, floating, S, Sig, Xup, I, v, vp, ap, hv, f, g0, IC, 
         while i > 0:
             X = Xup[ch]
             for c in range(4):
-                for m in range(6):
-                    h[m] = cur[c, m]
-                _xtf(X, h, cur[c])
+                _xtf(X, cur[c], cur[c])
             Gi, Pi = S[i], Ps[i]
             ri = off + i - 1
             D[ri, rq] = dot6(Gi, cur[2])
@@ -459,9 +460,7 @@ def eidamb_derivatives(lam, floating, S, Sig, Xup, I, v, vp, ap, hv, f, g0, IC, 
             # columns t1^T (g0 x e) = -(g0 x* t1)^T and t4 + t1^T (v0 x e)
             X = Xup[ch]
             for c in range(4):
-                for m in range(6):
-                    h[m] = cur[c, m]
-                _xtf(X, h, cur[c])
+                _xtf(X, cur[c], cur[c])
             Dr = D[rq]
             for m in range(6):
                 D[m, rq] = cur[2, m]
