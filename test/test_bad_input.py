@@ -107,3 +107,63 @@ def test_model_building_errors():
     with pytest.raises(ValueError, match="base_velocity_frame"):
         sl.extended_inverse_dynamics_derivatives(load_robot("quadruped"), sl.State(load_robot("quadruped")),
                                                  np.zeros(18), base_velocity_frame="world")
+
+
+def test_vectors_changed_after_the_state_was_built(quad):
+    """A State keeps the caller's q, v (no copy); the compiled call checks them again, so a NaN or a
+    drifted quaternion written into them later is still named, and nothing is computed from it."""
+    q, v = flat_state(quad)
+    st = sl.State.from_vectors(quad, q, v)
+    data = sl.Data(quad)
+    tau = np.zeros(quad.nj)
+    good = sl.linearize(quad, st, tau, data=data).A.copy()
+    q[8] = np.nan
+    with pytest.raises(ValueError, match=r"q: entry 8 is nan"):
+        sl.linearize(quad, st, tau, data=data)
+    q[8] = 0.0
+    q[3:7] = [0.0, 0.0, 0.0, 1.02]
+    with pytest.raises(ValueError, match=r"quaternion.*norm 1.02 is not 1"):
+        sl.linearize(quad, st, tau, data=data)
+    q[3:7] = [0.0, 0.0, 0.0, 1.0 + 5e-7]   # within tolerance: used normalised
+    np.testing.assert_allclose(sl.linearize(quad, st, tau, data=data).A, good, atol=1e-9)
+
+
+def test_state_setters_do_not_write_into_the_callers_arrays(quad):
+    q, v = flat_state(quad)
+    q0, v0 = q.copy(), v.copy()
+    st = sl.State.from_vectors(quad, q, v)
+    st.s = np.ones(quad.nj)
+    st.v_base = np.arange(6.0)
+    np.testing.assert_array_equal(q, q0)
+    np.testing.assert_array_equal(v, v0)
+    np.testing.assert_array_equal(st.q[7:], 1.0)
+    np.testing.assert_array_equal(st.v[0:6], np.arange(6.0))
+    with pytest.raises(ValueError, match="joint positions s: expected a vector of size"):
+        st.s = np.ones(3)
+
+
+def _one_custom_joint_model(jcalc, jcalcderiv):
+    m = sl.Model(floating_base=False)
+    m.add_body("odd", None, sl.Joint.custom(jcalc, jcalcderiv),
+               inertia=sl.Inertia(1.0, (0.1, 0, 0), np.eye(3) * 0.01))
+    return m
+
+
+def test_custom_joint_that_is_not_a_spatial_transform_is_named():
+    from sva_linearizer.spatial import xform
+
+    def rot_z(s):
+        c, sn = np.cos(s), np.sin(s)
+        return np.array([[c, sn, 0], [-sn, c, 0], [0, 0, 1.0]])
+
+    gamma = np.array([0, 0, 0, 0, 0, 1.0])
+    # a 6x6 matrix that is not [[E, o^ E], [0, E]]
+    bad = _one_custom_joint_model(lambda s: (np.full((6, 6), 0.5), gamma), lambda s: np.zeros((6, 6)))
+    with pytest.raises(ValueError, match="joint 'odd': jcalc.*not a spatial transform"):
+        sl.linearize(bad, sl.State(bad), np.zeros(1))
+    # a true transform with a jcalcderiv that is not its derivative (d/ds of a rotation about z
+    # is -(e_z x) X_J; this one is a plain scaling)
+    wrong = _one_custom_joint_model(lambda s: (xform(rot_z(s), np.zeros(3)), gamma),
+                                    lambda s: 2.0 * xform(rot_z(s), np.zeros(3)))
+    with pytest.raises(ValueError, match="joint 'odd': jcalcderiv.*not the derivative of jcalc"):
+        sl.linearize(wrong, sl.State(wrong), np.zeros(1))
