@@ -3,19 +3,23 @@ is installed (see _jit.py). One implementation of each algorithm; the Python lay
 linearize.py) prepares the arrays and calls these.
 
 Indexing: body 0 is the base (the thesis's body 0), bodies k = 1..N are moved by joint j = k-1.
-lam[k] is the parent body of body k (lam[0] = -1). Per-body arrays have N+1 rows (row 0 of the
-joint arrays is unused). All quantities are in body coordinates, linear-angular order.
+lam[k] is the parent body of body k (lam[0] = -1); bodies are numbered parents first. Per-body
+arrays have N+1 rows (row 0 of the joint arrays is unused). All quantities are in body
+coordinates, linear-angular order.
   Xup[k]  = ^kX_{lam(k)} = X_J(s) ^{lam(k)|k}X_{lam(k)}   (EIDAmb line 16)
-  dXup[k] = d Xup[k] / d s_k                               (Table 4.3 line 3)
   S[k]    = Gamma_{Jk}, the joint's motion subspace
+  Sig[k]  = sigma_k, with d Xup[k] / d s_k = -(sigma_k x) Xup[k] (jcalcderiv; = Gamma_k except for
+            custom joints such as the thesis's Table B.1 ones)
 Gravity enters as a fictitious upward acceleration of the base (thesis line 7: a_0^r = ^0X_A a_grav,
 a_grav = -g), so every body acceleration a[k] below includes it.
 
-Speed: the kernels allocate nothing; 6-vector and 6x6 products are written out as loops, which numba
-compiles to straight-line code. The derivative pass (Tables 4.2-4.5) touches only the columns a body
-depends on (the base, its ancestors' joints, and on the way back its subtree's), which makes it
-O(N d) instead of O(N^2) (d = depth of the tree). `linearize_packed` runs the whole linearization
-in one compiled call on two flat buffers (model + workspace, see `views`), and `linearize_batch_packed`
+Speed: the kernels allocate nothing; 6-vector and 6x6 products are written out as loops in small
+helpers that numba inlines (passing array views to a non-inlined call costs more than the
+arithmetic). The derivatives of EIDAmb (Tables 4.2-4.5) are computed with the arithmetic of Singh
+et al.'s IDSVA (seeds/000-001): O(N d) dot products of 6-vectors instead of a 6x6 product per
+(body, tangent column) pair; in body coordinates to keep the forward-mode tables' rounding.
+IMMAmb computes the upper triangle only. `linearize_packed` runs the whole linearization in one
+compiled call on two flat buffers (model + workspace, see `views`), and `linearize_batch_packed`
 does so for many states, in parallel over chunks of the batch.
 """
 import numpy as np
@@ -794,7 +798,7 @@ def _f3(fb, o, a, b, c):
     return fb[o:o + a * b * c].reshape((a, b, c)), o + a * b * c
 
 
-@njit
+@njit(inline="always")
 def views(ib, fb):
     """Named arrays on the int buffer ib and float buffer fb (no copies), and the float buffer's
     used length (Data checks it against float_size)."""
