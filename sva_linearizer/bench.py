@@ -23,15 +23,18 @@ import numpy as np
 DEFAULT_ROBOTS = ("solo12", "anymal_c", "icub", "g1_29dof")
 
 
-def _median_us(fn, repeat, number):
-    """Median over `repeat` runs of the mean time of `number` calls, in microseconds."""
-    times = []
+def _median_us(fns, repeat, number):
+    """For each function, the median over `repeat` runs of the mean time of `number` calls, in
+    microseconds. The functions take turns within every run, so that the machine's slow and fast
+    spells (shared cores) fall on all of them alike."""
+    times = [[] for _ in fns]
     for _ in range(repeat):
-        t = time.perf_counter()
-        for _ in range(number):
-            fn()
-        times.append((time.perf_counter() - t) / number)
-    return 1e6 * float(np.median(times))
+        for fn, tt in zip(fns, times):
+            t = time.perf_counter()
+            for _ in range(number):
+                fn()
+            tt.append((time.perf_counter() - t) / number)
+    return [1e6 * float(np.median(tt)) for tt in times]
 
 
 def random_states(model, n, seed=0):
@@ -100,8 +103,7 @@ def bench_robot(name, batch=128, repeat=15, number=20, seed=0):
     err = max(float(np.max(np.abs(lin.A - A_p)) / np.mean(np.abs(A_p))),
               float(np.max(np.abs(lin.B - B_p)) / np.mean(np.abs(B_p))))
     sl.linearize_batch(model, Q, V, T)   # compile / warm up
-    single_ours = _median_us(ours, repeat, number)
-    single_pin = _median_us(theirs, repeat, number)
+    single_ours, single_pin = _median_us([ours, theirs], repeat, number)
 
     def ours_batch():
         sl.linearize_batch(model, Q, V, T)
@@ -111,8 +113,7 @@ def bench_robot(name, batch=128, repeat=15, number=20, seed=0):
             pin_linearize(Q[i], V[i], T[i])
 
     nb = max(1, number // 10)
-    batch_ours = _median_us(ours_batch, repeat, nb) / batch
-    batch_pin = _median_us(pin_batch, repeat, nb) / batch
+    batch_ours, batch_pin = (t / batch for t in _median_us([ours_batch, pin_batch], repeat, nb))
     return {"robot": name, "nv": nv, "e_max_vs_pinocchio": err,
             "single_ours_us": single_ours, "single_pin_us": single_pin,
             "single_ratio": single_ours / single_pin,
@@ -187,7 +188,7 @@ def run(robots=DEFAULT_ROBOTS, batch=128, repeat=15, number=20, cold=True, out=p
 
     rows = []
     out(f"sva_linearizer vs Pinocchio, same random states, one process; batch of {batch} on "
-        f"{num_threads()} numba thread(s); medians of {repeat} runs")
+        f"{num_threads()} numba thread(s); medians of {repeat} runs, ours and Pinocchio taking turns")
     hdr = (f"{'robot':<10} {'nv':>3} | {'one state: ours':>15} {'pin':>7} {'ratio':>6} | "
            f"{'batch/state: ours':>17} {'pin':>7} {'ratio':>6} | {'1st call warm':>13} "
            f"{'cold':>7} {'pin':>7} | {'peak RSS MB ours':>16} {'pin':>5} | e_max")

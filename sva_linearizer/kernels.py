@@ -766,7 +766,7 @@ def immamb(lam, Xup, S, I, floating, sub_ptr, sub_rng, IA, U, Dd, Fc, P, Minv, T
 INT_HEADER = 3
 FLOAT_FIELDS = ("Xtree", "I", "jaxis", "jpitch", "a_grav", "XJ", "Xup", "S", "Sig", "v", "a", "f",
                 "vp", "ap", "hv",
-                "IA", "U", "Dd", "Fc", "P", "IC", "BC", "Ps", "tt", "cur", "D", "MD", "Minv",
+                "IA", "U", "Dd", "Fc", "P", "IC", "BC", "Ps", "tt", "cur", "D", "Minv",
                 "nu_dot", "bias", "tau_id", "R", "g0", "T", "T2", "t6")
 MODEL_FIELDS = 5  # the first five are the model; the rest is overwritten by every call
 NU_DOT = FLOAT_FIELDS.index("nu_dot")
@@ -780,7 +780,7 @@ def float_size(n, nx):
             + nb * 36 * 2 + nb * 6 * 8                      # XJ, Xup, S, Sig, v, a, f, vp, ap, hv
             + nb * 36 + nb * 6 + nb + nb * 6 * n * 2        # IA, U, Dd, Fc, P
             + nb * 36 * 2 + nb * 18 + nb * 24 + 24          # IC, BC, Ps, tt, cur
-            + nv * nx * 2 + nv * nv + nv * 3 + 9 + 6 + 36 * 2 + 8 * 6)
+            + nv * nx + nv * nv + nv * 3 + 9 + 6 + 36 * 2 + 8 * 6)
 
 
 @njit(inline="always")
@@ -842,7 +842,6 @@ def views(ib, fb):
     tt, o = _f3(fb, o, nb, 4, 6)
     cur, o = _f2(fb, o, 4, 6)
     D, o = _f2(fb, o, nv, nx)
-    MD, o = _f2(fb, o, nv, nx)
     Minv, o = _f2(fb, o, nv, nv)
     nu_dot, o = _f1(fb, o, nv)
     bias, o = _f1(fb, o, nv)
@@ -854,7 +853,7 @@ def views(ib, fb):
     t6, o = _f2(fb, o, 8, 6)
     return ((lam, jtype, sub_ptr, sub_rng),
             (Xtree, I, jaxis, jpitch, a_grav, XJ, Xup, S, Sig, v, a, f, vp, ap, hv, IA, U, Dd, Fc, P,
-             IC, BC, Ps, tt, cur, D, MD, Minv, nu_dot, bias, tau_id, R, g0, T, T2, t6), o)
+             IC, BC, Ps, tt, cur, D, Minv, nu_dot, bias, tau_id, R, g0, T, T2, t6), o)
 
 
 @njit
@@ -869,7 +868,7 @@ def _linearize(ib, fb, q, vel, tau, A, B):
         quat, s, vb, r = q[0:0], q, vel[0:0], vel
     (lam, jtype, sub_ptr, sub_rng), (
         Xtree, I, jaxis, jpitch, a_grav, XJ, Xup, S, Sig, v, a, f, vp, ap, hv, IA, U, Dd, Fc, P, IC,
-        BC, Ps, tt, cur, D, MD, Minv, nu_dot, bias, tau_id, R, g0, T, T2, t6), _ = views(ib, fb)
+        BC, Ps, tt, cur, D, Minv, nu_dot, bias, tau_id, R, g0, T, T2, t6), _ = views(ib, fb)
     n = ib[0]
     nv = n + 6 if floating else n
     off = nv - n
@@ -920,11 +919,12 @@ def _linearize(ib, fb, q, vel, tau, A, B):
             for i in range(6):
                 e[i] = 1.0 if i == c else 0.0
             cross_m(vb, e, A[0:6, c], -1.0)                          # d/dt z_H = -ad(v) z_H + z_v
-    np.dot(Minv, D, MD)
+    AL = A[nv:]
+    np.dot(Minv, D, AL)                                              # BLAS: -Minv D, in place
     for i in range(nv):
-        Ai, MDi = A[nv + i], MD[i]
+        Ai = AL[i]
         for c in range(nx):
-            Ai[c] = -MDi[c]
+            Ai[c] = -Ai[c]
         for c in range(n):
             B[nv + i, c] = Minv[i, off + c]
     return 0
