@@ -37,31 +37,28 @@ BAD_INPUT = -2  # status: an input is not finite, or the base quaternion not of 
 @njit(inline="always")
 def mv(X, x, out):
     """out = X x (6x6 times 6); out must not alias x."""
+    x0, x1, x2, x3, x4, x5 = x[0], x[1], x[2], x[3], x[4], x[5]
     for i in range(6):
-        acc = 0.0
-        for m in range(6):
-            acc += X[i, m] * x[m]
-        out[i] = acc
+        out[i] = (X[i, 0] * x0 + X[i, 1] * x1 + X[i, 2] * x2 + X[i, 3] * x3 + X[i, 4] * x4
+                  + X[i, 5] * x5)
 
 
 @njit(inline="always")
 def mv_add(X, x, out):
     """out += X x."""
+    x0, x1, x2, x3, x4, x5 = x[0], x[1], x[2], x[3], x[4], x[5]
     for i in range(6):
-        acc = 0.0
-        for m in range(6):
-            acc += X[i, m] * x[m]
-        out[i] += acc
+        out[i] += (X[i, 0] * x0 + X[i, 1] * x1 + X[i, 2] * x2 + X[i, 3] * x3 + X[i, 4] * x4
+                   + X[i, 5] * x5)
 
 
 @njit(inline="always")
 def mtv_add(X, x, out):
     """out += X^T x."""
+    x0, x1, x2, x3, x4, x5 = x[0], x[1], x[2], x[3], x[4], x[5]
     for m in range(6):
-        acc = 0.0
-        for i in range(6):
-            acc += X[i, m] * x[i]
-        out[m] += acc
+        out[m] += (X[0, m] * x0 + X[1, m] * x1 + X[2, m] * x2 + X[3, m] * x3 + X[4, m] * x4
+                   + X[5, m] * x5)
 
 
 @njit(inline="always")
@@ -109,28 +106,41 @@ def cross_f(v, h, out):
 
 
 @njit(inline="always")
-def congruence_add(X, M, T, out):
+def congruence_add_gen(X, M, T, out):
     """out += X^T M X for a spatial transform X = [[E, F], [0, E]] (3x3 blocks; every transform here
-    has that form, (2.36)) and a symmetric M; T is 6x6 scratch. The zero block and the symmetry of
-    the result save about 40% of the general product."""
-    for i in range(6):                      # T = M X, X's columns 0-2 are [E; 0]
-        for c in range(3):
-            T[i, c] = M[i, 0] * X[0, c] + M[i, 1] * X[1, c] + M[i, 2] * X[2, c]
-            T[i, c + 3] = (M[i, 0] * X[0, c + 3] + M[i, 1] * X[1, c + 3] + M[i, 2] * X[2, c + 3]
-                           + M[i, 3] * X[3, c + 3] + M[i, 4] * X[4, c + 3] + M[i, 5] * X[5, c + 3])
-    for r in range(3):                      # X^T T: rows 0-2 of X^T are [E^T, 0]
-        for c in range(r, 6):
-            acc = X[0, r] * T[0, c] + X[1, r] * T[1, c] + X[2, r] * T[2, c]
-            out[r, c] += acc
-            if c != r:
-                out[c, r] += acc
-    for r in range(3, 6):                   # rows 3-5 of X^T are [F^T, E^T]
-        for c in range(r, 6):
-            acc = (X[0, r] * T[0, c] + X[1, r] * T[1, c] + X[2, r] * T[2, c]
-                   + X[3, r] * T[3, c] + X[4, r] * T[4, c] + X[5, r] * T[5, c])
-            out[r, c] += acc
-            if c != r:
-                out[c, r] += acc
+    has that form, (2.36)) and any 6x6 M; T is 6x6 scratch. E and F are held in locals (the
+    compiler cannot tell that writing T leaves X unchanged) and the zero block is skipped."""
+    e00, e01, e02 = X[0, 0], X[0, 1], X[0, 2]
+    e10, e11, e12 = X[1, 0], X[1, 1], X[1, 2]
+    e20, e21, e22 = X[2, 0], X[2, 1], X[2, 2]
+    f00, f01, f02 = X[0, 3], X[0, 4], X[0, 5]
+    f10, f11, f12 = X[1, 3], X[1, 4], X[1, 5]
+    f20, f21, f22 = X[2, 3], X[2, 4], X[2, 5]
+    for i in range(6):                      # T = M X, row by row
+        m0, m1, m2, m3, m4, m5 = M[i, 0], M[i, 1], M[i, 2], M[i, 3], M[i, 4], M[i, 5]
+        T[i, 0] = m0 * e00 + m1 * e10 + m2 * e20
+        T[i, 1] = m0 * e01 + m1 * e11 + m2 * e21
+        T[i, 2] = m0 * e02 + m1 * e12 + m2 * e22
+        T[i, 3] = m0 * f00 + m1 * f10 + m2 * f20 + m3 * e00 + m4 * e10 + m5 * e20
+        T[i, 4] = m0 * f01 + m1 * f11 + m2 * f21 + m3 * e01 + m4 * e11 + m5 * e21
+        T[i, 5] = m0 * f02 + m1 * f12 + m2 * f22 + m3 * e02 + m4 * e12 + m5 * e22
+    for c in range(6):                      # out += X^T T, column by column
+        t0, t1, t2, t3, t4, t5 = T[0, c], T[1, c], T[2, c], T[3, c], T[4, c], T[5, c]
+        out[0, c] += e00 * t0 + e10 * t1 + e20 * t2
+        out[1, c] += e01 * t0 + e11 * t1 + e21 * t2
+        out[2, c] += e02 * t0 + e12 * t1 + e22 * t2
+        out[3, c] += f00 * t0 + f10 * t1 + f20 * t2 + e00 * t3 + e10 * t4 + e20 * t5
+        out[4, c] += f01 * t0 + f11 * t1 + f21 * t2 + e01 * t3 + e11 * t4 + e21 * t5
+        out[5, c] += f02 * t0 + f12 * t1 + f22 * t2 + e02 * t3 + e12 * t4 + e22 * t5
+
+
+@njit(inline="always")
+def congruence_add(X, M, T, out):
+    """congruence_add_gen for a symmetric M and out: out stays exactly symmetric."""
+    congruence_add_gen(X, M, T, out)
+    for r in range(6):
+        for c in range(r + 1, 6):
+            out[c, r] = out[r, c]
 
 
 @njit(inline="always")
@@ -315,30 +325,23 @@ def eidamb(lam, Xup, S, I, r, rdot, v, a, f, tau, vp, ap, hv, velocities):
 # Derivatives of EIDAmb (Tables 4.2-4.5), restructured as IDSVA (Singh et al. Alg. 1)
 # --------------------------------------------------------------------------------------------
 @njit(inline="always")
-def _xtf(X, x, out):
-    """out = X^T x (a force taken from the child's to the parent's frame) for a spatial transform
-    X = [[E, F], [0, E]]: [E^T x_f; F^T x_f + E^T x_n]. out may alias x."""
-    x0, x1, x2, x3, x4, x5 = x[0], x[1], x[2], x[3], x[4], x[5]
-    for c in range(3):
-        out[c] = X[0, c] * x0 + X[1, c] * x1 + X[2, c] * x2
-        out[c + 3] = (X[0, c + 3] * x0 + X[1, c + 3] * x1 + X[2, c + 3] * x2
-                      + X[3, c + 3] * x3 + X[4, c + 3] * x4 + X[5, c + 3] * x5)
-
-
-@njit(inline="always")
-def congruence_add_gen(X, M, T, out):
-    """out += X^T M X for a spatial transform X = [[E, F], [0, E]] and any 6x6 M; T: scratch."""
-    for i in range(6):
-        for c in range(3):
-            T[i, c] = M[i, 0] * X[0, c] + M[i, 1] * X[1, c] + M[i, 2] * X[2, c]
-            T[i, c + 3] = (M[i, 0] * X[0, c + 3] + M[i, 1] * X[1, c + 3] + M[i, 2] * X[2, c + 3]
-                           + M[i, 3] * X[3, c + 3] + M[i, 4] * X[4, c + 3] + M[i, 5] * X[5, c + 3])
-    for c in range(6):
-        for r in range(3):
-            out[r, c] += X[0, r] * T[0, c] + X[1, r] * T[1, c] + X[2, r] * T[2, c]
-            out[r + 3, c] += (X[0, r + 3] * T[0, c] + X[1, r + 3] * T[1, c] + X[2, r + 3] * T[2, c]
-                              + X[3, r + 3] * T[3, c] + X[4, r + 3] * T[4, c]
-                              + X[5, r + 3] * T[5, c])
+def _xtf_rows(X, Y):
+    """Each row y of Y becomes X^T y (forces taken from the child's to the parent's frame), for a
+    spatial transform X = [[E, F], [0, E]]: [E^T y_f; F^T y_f + E^T y_n]. X is held in locals."""
+    e00, e01, e02 = X[0, 0], X[0, 1], X[0, 2]
+    e10, e11, e12 = X[1, 0], X[1, 1], X[1, 2]
+    e20, e21, e22 = X[2, 0], X[2, 1], X[2, 2]
+    f00, f01, f02 = X[0, 3], X[0, 4], X[0, 5]
+    f10, f11, f12 = X[1, 3], X[1, 4], X[1, 5]
+    f20, f21, f22 = X[2, 3], X[2, 4], X[2, 5]
+    for r in range(Y.shape[0]):
+        y0, y1, y2, y3, y4, y5 = Y[r, 0], Y[r, 1], Y[r, 2], Y[r, 3], Y[r, 4], Y[r, 5]
+        Y[r, 0] = e00 * y0 + e10 * y1 + e20 * y2
+        Y[r, 1] = e01 * y0 + e11 * y1 + e21 * y2
+        Y[r, 2] = e02 * y0 + e12 * y1 + e22 * y2
+        Y[r, 3] = f00 * y0 + f10 * y1 + f20 * y2 + e00 * y3 + e10 * y4 + e20 * y5
+        Y[r, 4] = f01 * y0 + f11 * y1 + f21 * y2 + e01 * y3 + e11 * y4 + e21 * y5
+        Y[r, 5] = f02 * y0 + f12 * y1 + f22 * y2 + e02 * y3 + e12 * y4 + e22 * y5
 
 
 @njit(inline="always")
@@ -426,18 +429,18 @@ def eidamb_derivatives(lam, floating, S, Sig, Xup, I, v, vp, ap, hv, f, g0, IC, 
         ICk, BCk, G, P, t = IC[k], BC[k], S[k], Ps[k], tt[k]
         psd, psdd, sdp = P[0], P[1], P[2]
         t1, t2, t3, t4 = t[0], t[1], t[2], t[3]
+        g0_, g1_, g2_, g3_, g4_, g5_ = G[0], G[1], G[2], G[3], G[4], G[5]
         for i in range(6):
-            a1 = 0.0    # line 13: t1 = M^C Gamma
-            a2 = 0.0    # line 14: t2 = 2B^C Gamma + M^C (S-dot + Psi-dot)
-            a3 = 0.0    # line 15: t3 = 2B^C Psi-dot + M^C Psi-ddot + f^C x-bar* sigma
-            a4 = 0.0    # line 16: t4 = (2B^C)^T Gamma
-            for m in range(6):
-                a1 += ICk[i, m] * G[m]
-                a2 += BCk[i, m] * G[m] + ICk[i, m] * sdp[m]
-                a3 += BCk[i, m] * psd[m] + ICk[i, m] * psdd[m]
-                a4 += BCk[m, i] * G[m]
-            t1[i], t2[i], t3[i], t4[i] = a1, a2, a3, a4
-        cross_f(Sig[k], f[k], t3)                                # f^C x-bar* sigma = sigma x* f^C
+            t1[i] = (ICk[i, 0] * g0_ + ICk[i, 1] * g1_ + ICk[i, 2] * g2_ + ICk[i, 3] * g3_
+                     + ICk[i, 4] * g4_ + ICk[i, 5] * g5_)           # line 13: t1 = M^C Gamma
+            t4[i] = (BCk[0, i] * g0_ + BCk[1, i] * g1_ + BCk[2, i] * g2_ + BCk[3, i] * g3_
+                     + BCk[4, i] * g4_ + BCk[5, i] * g5_)           # line 16: t4 = (2B^C)^T Gamma
+            t2[i] = (BCk[i, 0] * g0_ + BCk[i, 1] * g1_ + BCk[i, 2] * g2_ + BCk[i, 3] * g3_
+                     + BCk[i, 4] * g4_ + BCk[i, 5] * g5_)           # line 14: t2 = 2B^C Gamma
+        mv_add(ICk, sdp, t2)                                     #   + M^C (S-dot + Psi-dot)
+        mv(BCk, psd, t3)                                         # line 15: t3 = 2B^C Psi-dot
+        mv_add(ICk, psdd, t3)                                    #   + M^C Psi-ddot
+        cross_f(Sig[k], f[k], t3)                                #   + f^C x-bar* sigma
         # lines 19-20 for the pair (k, k): the diagonal
         rq, rv = off + j, nv + off + j
         D[rq, rq] = dot6(t4, psd) + dot6(t1, psdd)
@@ -449,9 +452,7 @@ def eidamb_derivatives(lam, floating, S, Sig, Xup, I, v, vp, ap, hv, f, g0, IC, 
                 cur[c, m] = t[c, m]
         ch, i = k, p
         while i > 0:
-            X = Xup[ch]
-            for c in range(4):
-                _xtf(X, cur[c], cur[c])
+            _xtf_rows(Xup[ch], cur)
             Gi, Pi = S[i], Ps[i]
             ri = off + i - 1
             D[ri, rq] = dot6(Gi, cur[2])
@@ -462,9 +463,7 @@ def eidamb_derivatives(lam, floating, S, Sig, Xup, I, v, vp, ap, hv, f, g0, IC, 
         if floating:
             # the base (lines 17-20 with Gamma_0 = 1): its rows get t3, t2; row k's H and v
             # columns t1^T (g0 x e) = -(g0 x* t1)^T and t4 + t1^T (v0 x e)
-            X = Xup[ch]
-            for c in range(4):
-                _xtf(X, cur[c], cur[c])
+            _xtf_rows(Xup[ch], cur)
             Dr = D[rq]
             for m in range(6):
                 D[m, rq] = cur[2, m]
@@ -627,6 +626,39 @@ def crbamb(lam, Xup, S, I, floating, Ic, M, t6):
 # IMMA (Table 4.6) / IMMAmb (Table 4.7)
 # --------------------------------------------------------------------------------------------
 @njit(inline="always")
+def _f_columns(X, S, U, iD, Fk, Fp, Mrow, c0, c1, up):
+    """IMMA(mb) backward pass for columns c0..c1-1 of body k's subtree (Table 4.6 lines 10-12 /
+    4.7 lines 10-11): m = Minv_row - Gamma^T F_k / D, then F_lam += X^T (F_k + U m). X, Gamma, U in
+    locals."""
+    e00, e01, e02 = X[0, 0], X[0, 1], X[0, 2]
+    e10, e11, e12 = X[1, 0], X[1, 1], X[1, 2]
+    e20, e21, e22 = X[2, 0], X[2, 1], X[2, 2]
+    f00, f01, f02 = X[0, 3], X[0, 4], X[0, 5]
+    f10, f11, f12 = X[1, 3], X[1, 4], X[1, 5]
+    f20, f21, f22 = X[2, 3], X[2, 4], X[2, 5]
+    s0, s1, s2, s3, s4, s5 = S[0] * iD, S[1] * iD, S[2] * iD, S[3] * iD, S[4] * iD, S[5] * iD
+    u0, u1, u2, u3, u4, u5 = U[0], U[1], U[2], U[3], U[4], U[5]
+    for col in range(c0, c1):
+        y0, y1, y2 = Fk[0, col], Fk[1, col], Fk[2, col]
+        y3, y4, y5 = Fk[3, col], Fk[4, col], Fk[5, col]
+        m = Mrow[col] - (s0 * y0 + s1 * y1 + s2 * y2 + s3 * y3 + s4 * y4 + s5 * y5)
+        Mrow[col] = m
+        if up:
+            y0 += u0 * m
+            y1 += u1 * m
+            y2 += u2 * m
+            y3 += u3 * m
+            y4 += u4 * m
+            y5 += u5 * m
+            Fp[0, col] += e00 * y0 + e10 * y1 + e20 * y2
+            Fp[1, col] += e01 * y0 + e11 * y1 + e21 * y2
+            Fp[2, col] += e02 * y0 + e12 * y1 + e22 * y2
+            Fp[3, col] += f00 * y0 + f10 * y1 + f20 * y2 + e00 * y3 + e10 * y4 + e20 * y5
+            Fp[4, col] += f01 * y0 + f11 * y1 + f21 * y2 + e01 * y3 + e11 * y4 + e21 * y5
+            Fp[5, col] += f02 * y0 + f12 * y1 + f22 * y2 + e02 * y3 + e12 * y4 + e22 * y5
+
+
+@njit(inline="always")
 def _p_columns(X, S, w0, w1, w2, w3, w4, w5, Pp, Pk, Mrow, c0, c1):
     """IMMA(mb) forward pass for columns c0..c1-1 (Table 4.6 lines 19-23 / 4.7 lines 17-18):
     m = Minv_row - w^T P_lam, P_k = X P_lam + Gamma m. X and Gamma are held in locals so that the
@@ -692,24 +724,8 @@ def immamb(lam, Xup, S, I, floating, sub_ptr, sub_rng, IA, U, Dd, Fc, P, Minv, T
         Minv[off + j, off + j] = iD                                  # line 9
         up = p > 0 or floating                                       # line 11 (4.6); always (4.7)
         Mrow = Minv[off + j, off:]
-        for t in range(sub_ptr[k], sub_ptr[k + 1]):
-            c0, c1 = sub_rng[t, 0], sub_rng[t, 1]
-            for col in range(c0, c1):
-                f0, f1, f2 = Fck[0, col], Fck[1, col], Fck[2, col]
-                f3, f4, f5 = Fck[3, col], Fck[4, col], Fck[5, col]
-                m = Mrow[col] - (Sk[0] * f0 + Sk[1] * f1 + Sk[2] * f2 + Sk[3] * f3 + Sk[4] * f4
-                                 + Sk[5] * f5) * iD                  # line 10
-                Mrow[col] = m
-                if up:                                               # line 12 / 11:
-                    f0 += Uk[0] * m                                  # F_lam += X^T (F_k + U_k m)
-                    f1 += Uk[1] * m
-                    f2 += Uk[2] * m
-                    f3 += Uk[3] * m
-                    f4 += Uk[4] * m
-                    f5 += Uk[5] * m
-                    for c in range(6):
-                        Fcp[c, col] += (Xk[0, c] * f0 + Xk[1, c] * f1 + Xk[2, c] * f2
-                                        + Xk[3, c] * f3 + Xk[4, c] * f4 + Xk[5, c] * f5)
+        for t in range(sub_ptr[k], sub_ptr[k + 1]):                  # lines 10, 12 / 11
+            _f_columns(Xk, Sk, Uk, iD, Fck, Fcp, Mrow, sub_rng[t, 0], sub_rng[t, 1], up)
         for i in range(6):                                           # line 13 / 12
             ui = Uk[i] * iD
             for m in range(6):
