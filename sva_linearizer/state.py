@@ -78,18 +78,19 @@ class State:
     def from_vectors(cls, model, q, v):
         """q = [p(3), quaternion x y z w (4), s(nj)] and v = [v_lin(3), w(3), r(nj)] (body twist)
         for a floating base; q = s, v = r for a fixed base (Pinocchio's conventions)."""
-        if not (_is_vector(q, model.nq) and _is_vector(v, model.nv)):
-            q = as_vector("q", q, model.nq)
-            v = as_vector("v", v, model.nv)
-        floating = model.floating_base
-        status = check_vectors(q, v, _EMPTY, floating, QUATERNION_TOLERANCE)
+        nj, floating = len(model.bodies), model.floating_base
+        nq, nv = (nj + 7, nj + 6) if floating else (nj, nj)
+        if not (_is_vector(q, nq) and _is_vector(v, nv)):
+            q = as_vector("q", q, nq)
+            v = as_vector("v", v, nv)
+        status = _check_floating(q, v) if floating else _check_fixed(q, v)
         if status == 4:                   # within tolerance: a normalised copy
             q = q.copy()
             q[3:7] /= math.sqrt(q[3:7] @ q[3:7])
         elif status != 0:
             raise input_error(model, q, v)
         st = object.__new__(cls)
-        st.nj, st.floating_base, st.q, st.v, st._R = model.nj, floating, q, v, None
+        st.nj, st.floating_base, st.q, st.v, st._R = nj, floating, q, v, None
         return st
 
     @property
@@ -152,9 +153,6 @@ class State:
         return f"<sva_linearizer.State nj={self.nj} floating_base={self.floating_base}>"
 
 
-_EMPTY = np.zeros(0)
-
-
 def _is_vector(x, size):
     """x is already what the kernels take: a C-contiguous float64 vector of the given size."""
     return (type(x) is np.ndarray and x.dtype == np.float64 and x.ndim == 1 and x.shape[0] == size
@@ -196,3 +194,13 @@ def check_vectors(q, v, tau, floating, tol):
         if nrm != 1.0:
             return 4
     return 0
+
+
+@njit
+def _check_floating(q, v):
+    return check_vectors(q, v, q[0:0], True, QUATERNION_TOLERANCE)
+
+
+@njit
+def _check_fixed(q, v):
+    return check_vectors(q, v, q[0:0], False, QUATERNION_TOLERANCE)
