@@ -106,16 +106,33 @@ def cross_f(v, h, out):
 
 
 @njit(inline="always")
+def _blocks(X):
+    """The 3x3 blocks E, F of a spatial transform X = [[E, F], [0, E]], row by row, as 18 scalars
+    (held in locals by the callers: the compiler cannot tell that their stores leave X unchanged)."""
+    return (X[0, 0], X[0, 1], X[0, 2], X[1, 0], X[1, 1], X[1, 2], X[2, 0], X[2, 1], X[2, 2],
+            X[0, 3], X[0, 4], X[0, 5], X[1, 3], X[1, 4], X[1, 5], X[2, 3], X[2, 4], X[2, 5])
+
+
+@njit(inline="always")
+def _xt6(blocks, y0, y1, y2, y3, y4, y5):
+    """X^T y for X = [[E, F], [0, E]] given as _blocks(X): [E^T y_f; F^T y_f + E^T y_n]."""
+    (e00, e01, e02, e10, e11, e12, e20, e21, e22,
+     f00, f01, f02, f10, f11, f12, f20, f21, f22) = blocks
+    return (e00 * y0 + e10 * y1 + e20 * y2,
+            e01 * y0 + e11 * y1 + e21 * y2,
+            e02 * y0 + e12 * y1 + e22 * y2,
+            f00 * y0 + f10 * y1 + f20 * y2 + e00 * y3 + e10 * y4 + e20 * y5,
+            f01 * y0 + f11 * y1 + f21 * y2 + e01 * y3 + e11 * y4 + e21 * y5,
+            f02 * y0 + f12 * y1 + f22 * y2 + e02 * y3 + e12 * y4 + e22 * y5)
+
+
+@njit(inline="always")
 def congruence_add_gen(X, M, T, out):
     """out += X^T M X for a spatial transform X = [[E, F], [0, E]] (3x3 blocks; every transform here
     has that form, (2.36)) and any 6x6 M; T is 6x6 scratch. E and F are held in locals (the
     compiler cannot tell that writing T leaves X unchanged) and the zero block is skipped."""
-    e00, e01, e02 = X[0, 0], X[0, 1], X[0, 2]
-    e10, e11, e12 = X[1, 0], X[1, 1], X[1, 2]
-    e20, e21, e22 = X[2, 0], X[2, 1], X[2, 2]
-    f00, f01, f02 = X[0, 3], X[0, 4], X[0, 5]
-    f10, f11, f12 = X[1, 3], X[1, 4], X[1, 5]
-    f20, f21, f22 = X[2, 3], X[2, 4], X[2, 5]
+    (e00, e01, e02, e10, e11, e12, e20, e21, e22,
+     f00, f01, f02, f10, f11, f12, f20, f21, f22) = _blocks(X)
     for i in range(6):                      # T = M X, row by row
         m0, m1, m2, m3, m4, m5 = M[i, 0], M[i, 1], M[i, 2], M[i, 3], M[i, 4], M[i, 5]
         T[i, 0] = m0 * e00 + m1 * e10 + m2 * e20
@@ -124,14 +141,15 @@ def congruence_add_gen(X, M, T, out):
         T[i, 3] = m0 * f00 + m1 * f10 + m2 * f20 + m3 * e00 + m4 * e10 + m5 * e20
         T[i, 4] = m0 * f01 + m1 * f11 + m2 * f21 + m3 * e01 + m4 * e11 + m5 * e21
         T[i, 5] = m0 * f02 + m1 * f12 + m2 * f22 + m3 * e02 + m4 * e12 + m5 * e22
+    blocks = _blocks(X)
     for c in range(6):                      # out += X^T T, column by column
-        t0, t1, t2, t3, t4, t5 = T[0, c], T[1, c], T[2, c], T[3, c], T[4, c], T[5, c]
-        out[0, c] += e00 * t0 + e10 * t1 + e20 * t2
-        out[1, c] += e01 * t0 + e11 * t1 + e21 * t2
-        out[2, c] += e02 * t0 + e12 * t1 + e22 * t2
-        out[3, c] += f00 * t0 + f10 * t1 + f20 * t2 + e00 * t3 + e10 * t4 + e20 * t5
-        out[4, c] += f01 * t0 + f11 * t1 + f21 * t2 + e01 * t3 + e11 * t4 + e21 * t5
-        out[5, c] += f02 * t0 + f12 * t1 + f22 * t2 + e02 * t3 + e12 * t4 + e22 * t5
+        r0, r1, r2, r3, r4, r5 = _xt6(blocks, T[0, c], T[1, c], T[2, c], T[3, c], T[4, c], T[5, c])
+        out[0, c] += r0
+        out[1, c] += r1
+        out[2, c] += r2
+        out[3, c] += r3
+        out[4, c] += r4
+        out[5, c] += r5
 
 
 @njit(inline="always")
@@ -327,21 +345,11 @@ def eidamb(lam, Xup, S, I, r, rdot, v, a, f, tau, vp, ap, hv, velocities):
 @njit(inline="always")
 def _xtf_rows(X, Y):
     """Each row y of Y becomes X^T y (forces taken from the child's to the parent's frame), for a
-    spatial transform X = [[E, F], [0, E]]: [E^T y_f; F^T y_f + E^T y_n]. X is held in locals."""
-    e00, e01, e02 = X[0, 0], X[0, 1], X[0, 2]
-    e10, e11, e12 = X[1, 0], X[1, 1], X[1, 2]
-    e20, e21, e22 = X[2, 0], X[2, 1], X[2, 2]
-    f00, f01, f02 = X[0, 3], X[0, 4], X[0, 5]
-    f10, f11, f12 = X[1, 3], X[1, 4], X[1, 5]
-    f20, f21, f22 = X[2, 3], X[2, 4], X[2, 5]
+    spatial transform X = [[E, F], [0, E]]."""
+    blocks = _blocks(X)
     for r in range(Y.shape[0]):
-        y0, y1, y2, y3, y4, y5 = Y[r, 0], Y[r, 1], Y[r, 2], Y[r, 3], Y[r, 4], Y[r, 5]
-        Y[r, 0] = e00 * y0 + e10 * y1 + e20 * y2
-        Y[r, 1] = e01 * y0 + e11 * y1 + e21 * y2
-        Y[r, 2] = e02 * y0 + e12 * y1 + e22 * y2
-        Y[r, 3] = f00 * y0 + f10 * y1 + f20 * y2 + e00 * y3 + e10 * y4 + e20 * y5
-        Y[r, 4] = f01 * y0 + f11 * y1 + f21 * y2 + e01 * y3 + e11 * y4 + e21 * y5
-        Y[r, 5] = f02 * y0 + f12 * y1 + f22 * y2 + e02 * y3 + e12 * y4 + e22 * y5
+        Y[r, 0], Y[r, 1], Y[r, 2], Y[r, 3], Y[r, 4], Y[r, 5] = _xt6(
+            blocks, Y[r, 0], Y[r, 1], Y[r, 2], Y[r, 3], Y[r, 4], Y[r, 5])
 
 
 @njit(inline="always")
@@ -355,26 +363,21 @@ def two_b(M, v, h, T, B):
     for i in range(6):
         for c in range(6):
             B[i, c] = T[c, i] + T[i, c]
-    f0, f1, f2, n0, n1, n2 = h[0], h[1], h[2], h[3], h[4], h[5]
     # + h x-bar* = [[0, -f^], [-f^, -n^]]  (x x* h as a function of x, h = [f; n])
-    B[0, 4] += f2
-    B[0, 5] -= f1
-    B[1, 3] -= f2
-    B[1, 5] += f0
-    B[2, 3] += f1
-    B[2, 4] -= f0
-    B[3, 1] += f2
-    B[3, 2] -= f1
-    B[4, 0] -= f2
-    B[4, 2] += f0
-    B[5, 0] += f1
-    B[5, 1] -= f0
-    B[3, 4] += n2
-    B[3, 5] -= n1
-    B[4, 3] -= n2
-    B[4, 5] += n0
-    B[5, 3] += n1
-    B[5, 4] -= n0
+    _add_skew(B, 0, 3, h[0], h[1], h[2])
+    _add_skew(B, 3, 0, h[0], h[1], h[2])
+    _add_skew(B, 3, 3, h[3], h[4], h[5])
+
+
+@njit(inline="always")
+def _add_skew(B, r, c, x0, x1, x2):
+    """B[r:r+3, c:c+3] += -(x^) = [[0, x2, -x1], [-x2, 0, x0], [x1, -x0, 0]]."""
+    B[r, c + 1] += x2
+    B[r, c + 2] -= x1
+    B[r + 1, c] -= x2
+    B[r + 1, c + 2] += x0
+    B[r + 2, c] += x1
+    B[r + 2, c + 1] -= x0
 
 
 @njit
@@ -385,9 +388,9 @@ def eidamb_derivatives(lam, floating, S, Sig, Xup, I, v, vp, ap, hv, f, g0, IC, 
     the arithmetic restructured to O(N d), a few 6-vector products per (ancestor, descendant) pair.
 
     D (nv x 2nv) gets the columns [z_H (6) | s (N) | v (6, body twist) | r (N)] (floating) or
-    [s (N) | r (N)] (fixed). Needs eidamb at the same state and acceleration (v, a, and f as
-    subtree sums, and its vp, ap, hv). g0 = a_0^r = ^0R_A a_grav. With the body twist held fixed (thesis_notes section 3)
-    only gravity depends on H: the base acts as a 6-DoF joint with Gamma_0 = sigma_0 = 1,
+    [s (N) | r (N)] (fixed). Needs eidamb at the same state and acceleration (v, f as subtree
+    sums, vp, ap, hv). g0 = a_0^r = ^0R_A a_grav. With the body twist held fixed (thesis_notes
+    section 3) only gravity depends on H: the base acts as a 6-DoF joint with Gamma_0 = sigma_0 = 1,
     Psi-dot_0 = 0, Psi-ddot_0 = a_0^r x 1 and S-dot_0 = v_0 x 1.
 
     Body coordinates rather than the paper's ground frame: a body's t1..t4 (lines 13-16) are taken
@@ -395,7 +398,8 @@ def eidamb_derivatives(lam, floating, S, Sig, Xup, I, v, vp, ap, hv, f, g0, IC, 
     products but keeps the rounding of the forward-mode tables (in the ground frame, inertias and
     the joints' axes carry rounding that huge accelerations amplify: ~10x on icub).
     IC, BC: composites M^C_k, 2 B^C_k (lines 8-9, 22). Ps[k] = [Psi-dot_k, Psi-ddot_k,
-    S-dot_k + Psi-dot_k (for Gamma)] (lines 5-7, eq. 31). tt[k]: t1..t4; cur: 4x6; T: 6x6 and t6: 3x6 scratch.
+    S-dot_k + Psi-dot_k (for Gamma)] (lines 5-7, eq. 31). tt[k]: t1..t4; cur: 4x6; T: 6x6 and t6:
+    3x6 scratch.
 
     Joints whose position twist sigma differs from Gamma (custom joints, see kinematics) keep the
     two apart: sigma in the position derivatives (Psi-dot, Psi-ddot, the f x-bar* sigma term),
@@ -630,12 +634,7 @@ def _f_columns(X, S, U, iD, Fk, Fp, Mrow, c0, c1, up):
     """IMMA(mb) backward pass for columns c0..c1-1 of body k's subtree (Table 4.6 lines 10-12 /
     4.7 lines 10-11): m = Minv_row - Gamma^T F_k / D, then F_lam += X^T (F_k + U m). X, Gamma, U in
     locals."""
-    e00, e01, e02 = X[0, 0], X[0, 1], X[0, 2]
-    e10, e11, e12 = X[1, 0], X[1, 1], X[1, 2]
-    e20, e21, e22 = X[2, 0], X[2, 1], X[2, 2]
-    f00, f01, f02 = X[0, 3], X[0, 4], X[0, 5]
-    f10, f11, f12 = X[1, 3], X[1, 4], X[1, 5]
-    f20, f21, f22 = X[2, 3], X[2, 4], X[2, 5]
+    blocks = _blocks(X)
     s0, s1, s2, s3, s4, s5 = S[0] * iD, S[1] * iD, S[2] * iD, S[3] * iD, S[4] * iD, S[5] * iD
     u0, u1, u2, u3, u4, u5 = U[0], U[1], U[2], U[3], U[4], U[5]
     for col in range(c0, c1):
@@ -650,12 +649,13 @@ def _f_columns(X, S, U, iD, Fk, Fp, Mrow, c0, c1, up):
             y3 += u3 * m
             y4 += u4 * m
             y5 += u5 * m
-            Fp[0, col] += e00 * y0 + e10 * y1 + e20 * y2
-            Fp[1, col] += e01 * y0 + e11 * y1 + e21 * y2
-            Fp[2, col] += e02 * y0 + e12 * y1 + e22 * y2
-            Fp[3, col] += f00 * y0 + f10 * y1 + f20 * y2 + e00 * y3 + e10 * y4 + e20 * y5
-            Fp[4, col] += f01 * y0 + f11 * y1 + f21 * y2 + e01 * y3 + e11 * y4 + e21 * y5
-            Fp[5, col] += f02 * y0 + f12 * y1 + f22 * y2 + e02 * y3 + e12 * y4 + e22 * y5
+            r0, r1, r2, r3, r4, r5 = _xt6(blocks, y0, y1, y2, y3, y4, y5)
+            Fp[0, col] += r0
+            Fp[1, col] += r1
+            Fp[2, col] += r2
+            Fp[3, col] += r3
+            Fp[4, col] += r4
+            Fp[5, col] += r5
 
 
 @njit(inline="always")
@@ -663,12 +663,8 @@ def _p_columns(X, S, w0, w1, w2, w3, w4, w5, Pp, Pk, Mrow, c0, c1):
     """IMMA(mb) forward pass for columns c0..c1-1 (Table 4.6 lines 19-23 / 4.7 lines 17-18):
     m = Minv_row - w^T P_lam, P_k = X P_lam + Gamma m. X and Gamma are held in locals so that the
     column loop is straight-line code."""
-    x00, x01, x02, x03, x04, x05 = X[0, 0], X[0, 1], X[0, 2], X[0, 3], X[0, 4], X[0, 5]
-    x10, x11, x12, x13, x14, x15 = X[1, 0], X[1, 1], X[1, 2], X[1, 3], X[1, 4], X[1, 5]
-    x20, x21, x22, x23, x24, x25 = X[2, 0], X[2, 1], X[2, 2], X[2, 3], X[2, 4], X[2, 5]
-    x33, x34, x35 = X[3, 3], X[3, 4], X[3, 5]
-    x43, x44, x45 = X[4, 3], X[4, 4], X[4, 5]
-    x53, x54, x55 = X[5, 3], X[5, 4], X[5, 5]   # X = [[E, F], [0, E]]: the lower-left block is 0
+    (e00, e01, e02, e10, e11, e12, e20, e21, e22,
+     f00, f01, f02, f10, f11, f12, f20, f21, f22) = _blocks(X)
     s0, s1, s2, s3, s4, s5 = S[0], S[1], S[2], S[3], S[4], S[5]
     P0, P1, P2, P3, P4, P5 = Pp[0], Pp[1], Pp[2], Pp[3], Pp[4], Pp[5]
     Q0, Q1, Q2, Q3, Q4, Q5 = Pk[0], Pk[1], Pk[2], Pk[3], Pk[4], Pk[5]
@@ -676,12 +672,12 @@ def _p_columns(X, S, w0, w1, w2, w3, w4, w5, Pp, Pk, Mrow, c0, c1):
         p0, p1, p2, p3, p4, p5 = P0[col], P1[col], P2[col], P3[col], P4[col], P5[col]
         m = Mrow[col] - (w0 * p0 + w1 * p1 + w2 * p2 + w3 * p3 + w4 * p4 + w5 * p5)
         Mrow[col] = m
-        Q0[col] = s0 * m + x00 * p0 + x01 * p1 + x02 * p2 + x03 * p3 + x04 * p4 + x05 * p5
-        Q1[col] = s1 * m + x10 * p0 + x11 * p1 + x12 * p2 + x13 * p3 + x14 * p4 + x15 * p5
-        Q2[col] = s2 * m + x20 * p0 + x21 * p1 + x22 * p2 + x23 * p3 + x24 * p4 + x25 * p5
-        Q3[col] = s3 * m + x33 * p3 + x34 * p4 + x35 * p5
-        Q4[col] = s4 * m + x43 * p3 + x44 * p4 + x45 * p5
-        Q5[col] = s5 * m + x53 * p3 + x54 * p4 + x55 * p5
+        Q0[col] = s0 * m + e00 * p0 + e01 * p1 + e02 * p2 + f00 * p3 + f01 * p4 + f02 * p5
+        Q1[col] = s1 * m + e10 * p0 + e11 * p1 + e12 * p2 + f10 * p3 + f11 * p4 + f12 * p5
+        Q2[col] = s2 * m + e20 * p0 + e21 * p1 + e22 * p2 + f20 * p3 + f21 * p4 + f22 * p5
+        Q3[col] = s3 * m + e00 * p3 + e01 * p4 + e02 * p5
+        Q4[col] = s4 * m + e10 * p3 + e11 * p4 + e12 * p5
+        Q5[col] = s5 * m + e20 * p3 + e21 * p4 + e22 * p5
 
 
 @njit
