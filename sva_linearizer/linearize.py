@@ -151,8 +151,9 @@ def discretize(A, B, dt, v_plus=None):
 
 
 def _batch_arrays(model, q_batch, v_batch, tau_batch):
-    """Checked (N, nq), (N, nv), (N, nj) float arrays, quaternions normalised."""
-    Q = np.array(q_batch, dtype=float)  # a copy: the quaternions are normalised in place
+    """(N, nq), (N, nv), (N, nj) contiguous float arrays of the right shapes (no copy when they
+    already are). Their values are checked in the compiled call (see _batch_value_error)."""
+    Q = np.ascontiguousarray(q_batch, dtype=float)
     V = np.ascontiguousarray(v_batch, dtype=float)
     T = np.ascontiguousarray(tau_batch, dtype=float)
     if Q.ndim != 2 or V.ndim != 2 or T.ndim != 2:
@@ -165,20 +166,26 @@ def _batch_arrays(model, q_batch, v_batch, tau_batch):
     for name, X, size in (("q", Q, model.nq), ("v", V, model.nv), ("tau", T, model.nj)):
         if X.shape[1] != size:
             raise ValueError(f"linearize_batch: {name} rows must have size {size}, got {X.shape[1]}")
+    return Q, V, T
+
+
+def _batch_value_error(model, Q, V, T):
+    """The ValueError naming the first state whose values are not finite or whose quaternion is not
+    of unit norm (within QUATERNION_TOLERANCE, which the kernels normalise)."""
+    for name, X in (("q", Q), ("v", V), ("tau", T)):
         bad = ~np.isfinite(X)
         if bad.any():
             i, j = np.argwhere(bad)[0]
-            raise ValueError(f"linearize_batch: state {i}: {name}: entry {j} is {X[i, j]} "
-                             "(NaN or infinite values are not allowed)")
+            return ValueError(f"linearize_batch: state {i}: {name}: entry {j} is {X[i, j]} "
+                              "(NaN or infinite values are not allowed)")
     if model.floating_base:
         nrm = np.linalg.norm(Q[:, 3:7], axis=1)
         off = np.abs(nrm - 1.0) > QUATERNION_TOLERANCE
         if off.any():
             i = int(np.flatnonzero(off)[0])
-            raise ValueError(f"linearize_batch: state {i}: q[3:7] (base quaternion x, y, z, w): "
-                             f"norm {nrm[i]:.9g} is not 1 (|norm - 1| > {QUATERNION_TOLERANCE:g})")
-        Q[:, 3:7] /= nrm[:, None]
-    return Q, V, T
+            return ValueError(f"linearize_batch: state {i}: q[3:7] (base quaternion x, y, z, w): "
+                              f"norm {nrm[i]:.9g} is not 1 (|norm - 1| > {QUATERNION_TOLERANCE:g})")
+    return None
 
 
 def _batch_buffers(model, d, nchunk):
@@ -203,6 +210,9 @@ def linearize_batch(model, q_batch, v_batch, tau_batch, *, dt=None, out=None):
     if d.custom:  # user jcalc callbacks are Python: one state at a time
         from .state import State
 
+        err = _batch_value_error(model, Q, V, T)
+        if err is not None:
+            raise err
         nu = np.empty((N, nv))
         for i in range(N):
             st = State.from_vectors(model, Q[i], V[i])
@@ -219,6 +229,8 @@ def linearize_batch(model, q_batch, v_batch, tau_batch, *, dt=None, out=None):
         K.linearize_batch_packed(d.ib, fbs, Q, V, T, A, B, nu, status)
         badi = np.flatnonzero(status)
         if badi.size:
+            if np.any(status == K.BAD_INPUT):
+                raise _batch_value_error(model, Q, V, T)
             i = int(badi[0])
             raise ValueError(f"linearize_batch: state {i}: "
                              f"{alg.singular_mass_matrix_error(model, int(status[i]))}")
