@@ -1,7 +1,9 @@
 """`sva-linearizer bench`: this package and Pinocchio side by side, in one process, on the same
 random states; per robot the medians and the ratios ours/Pinocchio (one state; a batch, per state),
 the first linearization after process start (warm compile cache, and cold: empty cache), and peak
-memory. Absolute times on shared machines are noise; the ratios measured in one run are the figure.
+memory. Absolute times on shared machines are noise; the ratios measured in one run are the figure:
+ours and Pinocchio take turns within every timing run, and the ratio is the median of the runs'
+ratios (the medians of the times are printed too).
 
 What is timed (both sides from the same flat vectors q, v, tau):
   ours, one state   State.from_vectors + linearize(model, state, tau, data=Data) -> A, B
@@ -23,18 +25,24 @@ import numpy as np
 DEFAULT_ROBOTS = ("solo12", "anymal_c", "icub", "g1_29dof")
 
 
-def _median_us(fns, repeat, number):
-    """For each function, the median over `repeat` runs of the mean time of `number` calls, in
-    microseconds. The functions take turns within every run, so that the machine's slow and fast
-    spells (shared cores) fall on all of them alike."""
+def _timings_us(fns, repeat, number):
+    """For each function, `repeat` timings (mean time of `number` calls, in microseconds). The
+    functions take turns within every run, so that the machine's slow and fast spells (shared
+    cores) fall on all of them alike."""
     times = [[] for _ in fns]
     for _ in range(repeat):
         for fn, tt in zip(fns, times):
             t = time.perf_counter()
             for _ in range(number):
                 fn()
-            tt.append((time.perf_counter() - t) / number)
-    return [1e6 * float(np.median(tt)) for tt in times]
+            tt.append(1e6 * (time.perf_counter() - t) / number)
+    return [np.array(tt) for tt in times]
+
+
+def _medians_and_ratio(ours, theirs, per=1):
+    """Median times (per `per` items) and the median of the run-by-run ratios ours/theirs."""
+    return (float(np.median(ours)) / per, float(np.median(theirs)) / per,
+            float(np.median(ours / theirs)))
 
 
 def random_states(model, n, seed=0):
@@ -103,7 +111,8 @@ def bench_robot(name, batch=128, repeat=15, number=20, seed=0):
     err = max(float(np.max(np.abs(lin.A - A_p)) / np.mean(np.abs(A_p))),
               float(np.max(np.abs(lin.B - B_p)) / np.mean(np.abs(B_p))))
     sl.linearize_batch(model, Q, V, T)   # compile / warm up
-    single_ours, single_pin = _median_us([ours, theirs], repeat, number)
+    single_ours, single_pin, single_ratio = _medians_and_ratio(
+        *_timings_us([ours, theirs], repeat, number))
 
     def ours_batch():
         sl.linearize_batch(model, Q, V, T)
@@ -113,12 +122,13 @@ def bench_robot(name, batch=128, repeat=15, number=20, seed=0):
             pin_linearize(Q[i], V[i], T[i])
 
     nb = max(1, number // 10)
-    batch_ours, batch_pin = (t / batch for t in _median_us([ours_batch, pin_batch], repeat, nb))
+    batch_ours, batch_pin, batch_ratio = _medians_and_ratio(
+        *_timings_us([ours_batch, pin_batch], repeat, nb), per=batch)
     return {"robot": name, "nv": nv, "e_max_vs_pinocchio": err,
             "single_ours_us": single_ours, "single_pin_us": single_pin,
-            "single_ratio": single_ours / single_pin,
+            "single_ratio": single_ratio,
             "batch": batch, "batch_ours_us": batch_ours, "batch_pin_us": batch_pin,
-            "batch_ratio": batch_ours / batch_pin}
+            "batch_ratio": batch_ratio}
 
 
 _STARTUP = r"""
@@ -188,7 +198,7 @@ def run(robots=DEFAULT_ROBOTS, batch=128, repeat=15, number=20, cold=True, out=p
 
     rows = []
     out(f"sva_linearizer vs Pinocchio, same random states, one process; batch of {batch} on "
-        f"{num_threads()} numba thread(s); medians of {repeat} runs, ours and Pinocchio taking turns")
+        f"{num_threads()} numba thread(s); medians of {repeat} runs, ours and Pinocchio taking turns; ratio = median of the runs' ratios")
     hdr = (f"{'robot':<10} {'nv':>3} | {'one state: ours':>15} {'pin':>7} {'ratio':>6} | "
            f"{'batch/state: ours':>17} {'pin':>7} {'ratio':>6} | {'1st call warm':>13} "
            f"{'cold':>7} {'pin':>7} | {'peak RSS MB ours':>16} {'pin':>5} | e_max")
