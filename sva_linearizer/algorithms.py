@@ -276,7 +276,7 @@ def extended_inverse_dynamics_derivatives(model, state, nu_dot, base_velocity_fr
                          f"got {base_velocity_frame!r}")
     d = _run_eidamb(model, state, nu_dot, data)
     K.eidamb_derivatives(d.lam, model.floating_base, d.S, d.Sig, d.Xup, d.I, d.v, d.vp, d.ap, d.hv,
-                         d.f, d.g0, d.IC, d.BC, d.Ps, d.tt, d.cur, d.D, d.T2, d.t6)
+                         d.f, d.g0, d.IC, d.KC, d.hC, d.Ps, d.tt, d.cur, d.D, d.T2, d.t6)
     nv = model.nv
     D_q, D_nu = d.D[:, :nv].copy(), d.D[:, nv:].copy()
     if model.floating_base and base_velocity_frame == "inertial":

@@ -127,47 +127,77 @@ def _xt6(blocks, y0, y1, y2, y3, y4, y5):
 
 
 @njit(inline="always")
-def congruence_add_gen(X, M, T, out):
-    """out += X^T M X for a spatial transform X = [[E, F], [0, E]] (3x3 blocks; every transform here
-    has that form, (2.36)) and any 6x6 M; T is 6x6 scratch. E and F are held in locals (the
-    compiler cannot tell that writing T leaves X unchanged) and the zero block is skipped."""
-    (e00, e01, e02, e10, e11, e12, e20, e21, e22,
-     f00, f01, f02, f10, f11, f12, f20, f21, f22) = _blocks(X)
-    for i in range(6):                      # T = M X, row by row
-        m0, m1, m2, m3, m4, m5 = M[i, 0], M[i, 1], M[i, 2], M[i, 3], M[i, 4], M[i, 5]
-        T[i, 0] = m0 * e00 + m1 * e10 + m2 * e20
-        T[i, 1] = m0 * e01 + m1 * e11 + m2 * e21
-        T[i, 2] = m0 * e02 + m1 * e12 + m2 * e22
-        T[i, 3] = m0 * f00 + m1 * f10 + m2 * f20 + m3 * e00 + m4 * e10 + m5 * e20
-        T[i, 4] = m0 * f01 + m1 * f11 + m2 * f21 + m3 * e01 + m4 * e11 + m5 * e21
-        T[i, 5] = m0 * f02 + m1 * f12 + m2 * f22 + m3 * e02 + m4 * e12 + m5 * e22
+def _rot_sym_add(blocks, s00, s01, s02, s11, s12, s22, out, r):
+    """out[r:r+3, r:r+3] += E^T S E for a symmetric 3x3 S (E from _blocks)."""
+    (e00, e01, e02, e10, e11, e12, e20, e21, e22) = blocks[0:9]
+    p00 = s00 * e00 + s01 * e10 + s02 * e20       # P = S E
+    p01 = s00 * e01 + s01 * e11 + s02 * e21
+    p02 = s00 * e02 + s01 * e12 + s02 * e22
+    p10 = s01 * e00 + s11 * e10 + s12 * e20
+    p11 = s01 * e01 + s11 * e11 + s12 * e21
+    p12 = s01 * e02 + s11 * e12 + s12 * e22
+    p20 = s02 * e00 + s12 * e10 + s22 * e20
+    p21 = s02 * e01 + s12 * e11 + s22 * e21
+    p22 = s02 * e02 + s12 * e12 + s22 * e22
+    q01 = e00 * p01 + e10 * p11 + e20 * p21       # E^T P, upper triangle
+    q02 = e00 * p02 + e10 * p12 + e20 * p22
+    q12 = e01 * p02 + e11 * p12 + e21 * p22
+    out[r, r] += e00 * p00 + e10 * p10 + e20 * p20
+    out[r + 1, r + 1] += e01 * p01 + e11 * p11 + e21 * p21
+    out[r + 2, r + 2] += e02 * p02 + e12 * p12 + e22 * p22
+    out[r, r + 1] += q01
+    out[r + 1, r] += q01
+    out[r, r + 2] += q02
+    out[r + 2, r] += q02
+    out[r + 1, r + 2] += q12
+    out[r + 2, r + 1] += q12
+
+
+@njit(inline="always")
+def congruence_add(X, M, out):
+    """out += X^T M X for a spatial transform X and a symmetric M (out stays exactly symmetric).
+    X = [[E, o^ E], [0, E]] = [[1, o^], [0, 1]] blkdiag(E, E): a shift by o, then a rotation of the
+    three distinct 3x3 blocks: about 60% of the arithmetic of the plain product."""
     blocks = _blocks(X)
-    for c in range(6):                      # out += X^T T, column by column
-        r0, r1, r2, r3, r4, r5 = _xt6(blocks, T[0, c], T[1, c], T[2, c], T[3, c], T[4, c], T[5, c])
-        out[0, c] += r0
-        out[1, c] += r1
-        out[2, c] += r2
-        out[3, c] += r3
-        out[4, c] += r4
-        out[5, c] += r5
-
-
-@njit(inline="always")
-def congruence_add(X, M, T, out):
-    """congruence_add_gen for a symmetric M and out: out stays exactly symmetric."""
-    congruence_add_gen(X, M, T, out)
-    for r in range(6):
-        for c in range(r + 1, 6):
-            out[c, r] = out[r, c]
-
-
-@njit(inline="always")
-def congruence_set(X, M, T, out):
-    """out = X^T M X (6x6); T is 6x6 scratch."""
-    for r in range(6):
-        for c in range(6):
-            out[r, c] = 0.0
-    congruence_add(X, M, T, out)
+    (e00, e01, e02, e10, e11, e12, e20, e21, e22) = blocks[0:9]
+    o0 = X[2, 3] * e10 + X[2, 4] * e11 + X[2, 5] * e12          # o^ = F E^T
+    o1 = X[0, 3] * e20 + X[0, 4] * e21 + X[0, 5] * e22
+    o2 = X[1, 3] * e00 + X[1, 4] * e01 + X[1, 5] * e02
+    a00, a01, a02, a11, a12, a22 = M[0, 0], M[0, 1], M[0, 2], M[1, 1], M[1, 2], M[2, 2]
+    c00, c01, c02, c11, c12, c22 = M[3, 3], M[3, 4], M[3, 5], M[4, 4], M[4, 5], M[5, 5]
+    m00, m01, m02 = M[0, 3], M[0, 4], M[0, 5]                  # the off-diagonal block
+    m10, m11, m12 = M[1, 3], M[1, 4], M[1, 5]
+    m20, m21, m22 = M[2, 3], M[2, 4], M[2, 5]
+    # shift: [[A, B], [B^T, C]] -> [[A, B'], [B'^T, C']], B' = B + A o^, C' = C + B^T o^ - o^ B'
+    b00, b01, b02 = m00 + a01 * o2 - a02 * o1, m01 + a02 * o0 - a00 * o2, m02 + a00 * o1 - a01 * o0
+    b10, b11, b12 = m10 + a11 * o2 - a12 * o1, m11 + a12 * o0 - a01 * o2, m12 + a01 * o1 - a11 * o0
+    b20, b21, b22 = m20 + a12 * o2 - a22 * o1, m21 + a22 * o0 - a02 * o2, m22 + a02 * o1 - a12 * o0
+    c00 += m10 * o2 - m20 * o1 + o2 * b10 - o1 * b20
+    c01 += m20 * o0 - m00 * o2 + o2 * b11 - o1 * b21
+    c02 += m00 * o1 - m10 * o0 + o2 * b12 - o1 * b22
+    c11 += m21 * o0 - m01 * o2 + o0 * b21 - o2 * b01
+    c12 += m01 * o1 - m11 * o0 + o0 * b22 - o2 * b02
+    c22 += m02 * o1 - m12 * o0 + o1 * b02 - o0 * b12
+    # rotation by blkdiag(E, E)
+    _rot_sym_add(blocks, a00, a01, a02, a11, a12, a22, out, 0)
+    _rot_sym_add(blocks, c00, c01, c02, c11, c12, c22, out, 3)
+    p00, p01, p02 = b00 * e00 + b01 * e10 + b02 * e20, b00 * e01 + b01 * e11 + b02 * e21, \
+        b00 * e02 + b01 * e12 + b02 * e22                       # P = B' E
+    p10, p11, p12 = b10 * e00 + b11 * e10 + b12 * e20, b10 * e01 + b11 * e11 + b12 * e21, \
+        b10 * e02 + b11 * e12 + b12 * e22
+    p20, p21, p22 = b20 * e00 + b21 * e10 + b22 * e20, b20 * e01 + b21 * e11 + b22 * e21, \
+        b20 * e02 + b21 * e12 + b22 * e22
+    for i in range(3):                                          # E^T P, and its transpose
+        x0, x1, x2 = X[0, i], X[1, i], X[2, i]
+        q0 = x0 * p00 + x1 * p10 + x2 * p20
+        q1 = x0 * p01 + x1 * p11 + x2 * p21
+        q2 = x0 * p02 + x1 * p12 + x2 * p22
+        out[i, 3] += q0
+        out[i, 4] += q1
+        out[i, 5] += q2
+        out[3, i] += q0
+        out[4, i] += q1
+        out[5, i] += q2
 
 
 @njit(inline="always")
@@ -353,36 +383,23 @@ def _xtf_rows(X, Y):
 
 
 @njit(inline="always")
-def two_b(M, v, h, T, B):
-    """2 B = v x* M - M v x + (M v) x-bar*  (Singh eq. 28) for a symmetric inertia M and twist v,
-    as C + C^T + (h x-bar*) with C = v x* M and h = M v (given). T: 6x6 scratch."""
+def two_b_sym(M, v, T, K):
+    """The symmetric part of 2 B = v x* M - M v x + (M v) x-bar*  (Singh eq. 28) for a symmetric
+    inertia M: K = C + C^T with C = v x* M. The rest, (M v) x-bar*, is antisymmetric and
+    determined by the momentum h = M v: 2B x = K x + x x* h, (2B)^T x = K x - x x* h.
+    T: 6x6 scratch."""
     for c in range(6):                  # T[c] = v x* M[:, c] (row c of C^T)
         for i in range(6):
             T[c, i] = 0.0
         cross_f(v, M[c], T[c])
     for i in range(6):
         for c in range(6):
-            B[i, c] = T[c, i] + T[i, c]
-    # + h x-bar* = [[0, -f^], [-f^, -n^]]  (x x* h as a function of x, h = [f; n])
-    _add_skew(B, 0, 3, h[0], h[1], h[2])
-    _add_skew(B, 3, 0, h[0], h[1], h[2])
-    _add_skew(B, 3, 3, h[3], h[4], h[5])
-
-
-@njit(inline="always")
-def _add_skew(B, r, c, x0, x1, x2):
-    """B[r:r+3, c:c+3] += -(x^) = [[0, x2, -x1], [-x2, 0, x0], [x1, -x0, 0]]."""
-    B[r, c + 1] += x2
-    B[r, c + 2] -= x1
-    B[r + 1, c] -= x2
-    B[r + 1, c + 2] += x0
-    B[r + 2, c] += x1
-    B[r + 2, c + 1] -= x0
+            K[i, c] = T[c, i] + T[i, c]
 
 
 @njit
-def eidamb_derivatives(lam, floating, S, Sig, Xup, I, v, vp, ap, hv, f, g0, IC, BC, Ps, tt, cur, D,
-                       T, t6):
+def eidamb_derivatives(lam, floating, S, Sig, Xup, I, v, vp, ap, hv, f, g0, IC, KC, hC, Ps, tt, cur,
+                       D, T, t6):
     """The derivatives of EIDAmb w.r.t. H, s, v, r (Tables 4.2-4.5), computed by IDSVA (Singh et al.
     Alg. 1, notes/singh_kim_digest.md section 2.4) in body coordinates: the same derivatives with
     the arithmetic restructured to O(N d), a few 6-vector products per (ancestor, descendant) pair.
@@ -397,7 +414,9 @@ def eidamb_derivatives(lam, floating, S, Sig, Xup, I, v, vp, ap, hv, f, g0, IC, 
     to each ancestor's frame on the way up (X^T), which costs a little more than ground-frame dot
     products but keeps the rounding of the forward-mode tables (in the ground frame, inertias and
     the joints' axes carry rounding that huge accelerations amplify: ~10x on icub).
-    IC, BC: composites M^C_k, 2 B^C_k (lines 8-9, 22). Ps[k] = [Psi-dot_k, Psi-ddot_k,
+    IC: composite M^C_k (lines 8, 22). 2 B^C_k (lines 9, 22) is kept as its symmetric part KC[k]
+    and the composite momentum hC[k] (two_b_sym): 2B^C x = KC x + x x* hC, by equivariance of the
+    cross products, and KC's congruence is the cheap symmetric one. Ps[k] = [Psi-dot_k, Psi-ddot_k,
     S-dot_k + Psi-dot_k (for Gamma)] (lines 5-7, eq. 31). tt[k]: t1..t4; cur: 4x6; T: 6x6 and t6:
     3x6 scratch.
 
@@ -425,24 +444,31 @@ def eidamb_derivatives(lam, floating, S, Sig, Xup, I, v, vp, ap, hv, f, g0, IC, 
             for i in range(6):
                 for m in range(6):
                     IC[k, i, m] = I[k, i, m]                     # line 8
-            two_b(I[k], v[k], hv[k], T, BC[k])                   # line 9
+            two_b_sym(I[k], v[k], T, KC[k])                      # line 9
+            for i in range(6):
+                hC[k, i] = hv[k, i]
     v0 = v[0]
     for k in range(nb - 1, 0, -1):                               # backward: line 12
         j = k - 1
         p = lam[k]
-        ICk, BCk, G, P, t = IC[k], BC[k], S[k], Ps[k], tt[k]
+        ICk, KCk, G, P, t = IC[k], KC[k], S[k], Ps[k], tt[k]
         psd, psdd, sdp = P[0], P[1], P[2]
         t1, t2, t3, t4 = t[0], t[1], t[2], t[3]
+        x = t6[0]                                                # x = Gamma x* h^C
+        for i in range(6):
+            x[i] = 0.0
+        cross_f(G, hC[k], x)
         g0_, g1_, g2_, g3_, g4_, g5_ = G[0], G[1], G[2], G[3], G[4], G[5]
         for i in range(6):
             t1[i] = (ICk[i, 0] * g0_ + ICk[i, 1] * g1_ + ICk[i, 2] * g2_ + ICk[i, 3] * g3_
                      + ICk[i, 4] * g4_ + ICk[i, 5] * g5_)           # line 13: t1 = M^C Gamma
-            t4[i] = (BCk[0, i] * g0_ + BCk[1, i] * g1_ + BCk[2, i] * g2_ + BCk[3, i] * g3_
-                     + BCk[4, i] * g4_ + BCk[5, i] * g5_)           # line 16: t4 = (2B^C)^T Gamma
-            t2[i] = (BCk[i, 0] * g0_ + BCk[i, 1] * g1_ + BCk[i, 2] * g2_ + BCk[i, 3] * g3_
-                     + BCk[i, 4] * g4_ + BCk[i, 5] * g5_)           # line 14: t2 = 2B^C Gamma
+            kg = (KCk[i, 0] * g0_ + KCk[i, 1] * g1_ + KCk[i, 2] * g2_ + KCk[i, 3] * g3_
+                  + KCk[i, 4] * g4_ + KCk[i, 5] * g5_)
+            t4[i] = kg - x[i]                                    # line 16: t4 = (2B^C)^T Gamma
+            t2[i] = kg + x[i]                                    # line 14: t2 = 2B^C Gamma
         mv_add(ICk, sdp, t2)                                     #   + M^C (S-dot + Psi-dot)
-        mv(BCk, psd, t3)                                         # line 15: t3 = 2B^C Psi-dot
+        mv(KCk, psd, t3)                                         # line 15: t3 = 2B^C Psi-dot
+        cross_f(psd, hC[k], t3)
         mv_add(ICk, psdd, t3)                                    #   + M^C Psi-ddot
         cross_f(Sig[k], f[k], t3)                                #   + f^C x-bar* sigma
         # lines 19-20 for the pair (k, k): the diagonal
@@ -478,8 +504,9 @@ def eidamb_derivatives(lam, floating, S, Sig, Xup, I, v, vp, ap, hv, f, g0, IC, 
                 Dr[m] = -Dr[m]
                 Dr[nv + m] = cur[3, m] - Dr[nv + m]
         if p > 0 or floating:                                    # line 22
-            congruence_add(Xup[k], ICk, T, IC[p])
-            congruence_add_gen(Xup[k], BCk, T, BC[p])
+            congruence_add(Xup[k], ICk, IC[p])
+            congruence_add(Xup[k], KCk, KC[p])
+            mtv_add(Xup[k], hC[k], hC[p])
     if floating:                                                 # base-base block (lines 19-20)
         e, col, w = t6[0], t6[1], t6[2]
         for c in range(6):
@@ -493,8 +520,9 @@ def eidamb_derivatives(lam, floating, S, Sig, Xup, I, v, vp, ap, hv, f, g0, IC, 
                 col[i] = 0.0
             cross_m(v0, e, col, 1.0)                             # S-dot_0 e_c = v0 x e_c
             mv(IC[0], col, w)
+            cross_f(e, hC[0], w)                                 # 2B^C_0 e_c = KC e_c + e_c x* hC
             for i in range(6):
-                D[i, nv + c] = BC[0, i, c] + w[i]
+                D[i, nv + c] = KC[0, i, c] + w[i]
 
 
 # --------------------------------------------------------------------------------------------
@@ -564,7 +592,7 @@ def _articulated_sweep(lam, Xup, S, IA, U, Dd, T, T2, pA, tau, c, u):
         for i in range(6):
             for m in range(6):
                 T2[i, m] = IA[k, i, m] - U[k, i] * U[k, m] / Dd[k]
-        congruence_add(Xup[k], T2, T, IA[p])
+        congruence_add(Xup[k], T2, IA[p])
         u[k] = tau[k - 1] - dot6(S[k], pA[k])
         mv_add(T2, c[k], pA[k])
         for i in range(6):
@@ -590,7 +618,7 @@ def articulated_pivots(lam, Xup, S, I, IA, Dd, T, T2):
         for i in range(6):
             for m in range(6):
                 T2[i, m] = IA[k, i, m] - U[i] * U[m] * w
-        congruence_add(Xup[k], T2, T, IA[lam[k]])
+        congruence_add(Xup[k], T2, IA[lam[k]])
 
 
 @njit
@@ -601,7 +629,7 @@ def crbamb(lam, Xup, S, I, floating, Ic, M, t6):
     for k in range(nb):
         Ic[k] = I[k]
     for k in range(nb - 1, 0, -1):
-        congruence_add(Xup[k], Ic[k], t6[2:8], Ic[lam[k]])
+        congruence_add(Xup[k], Ic[k], Ic[lam[k]])
     for k in range(1, nb):
         F = t6[0]
         mv(Ic[k], S[k], F)
@@ -726,7 +754,7 @@ def immamb(lam, Xup, S, I, floating, sub_ptr, sub_rng, IA, U, Dd, Fc, P, Minv, T
             ui = Uk[i] * iD
             for m in range(6):
                 T2[i, m] = IA[k, i, m] - ui * Uk[m]
-        congruence_add(Xk, T2, T, IA[p])                             # line 14 / 13
+        congruence_add(Xk, T2, IA[p])                                # line 14 / 13
     P0 = P[0]
     if floating:
         if not inv_spd6(IA[0], T2, T):                               # 4.7 line 25: (M^A_0)^-1
@@ -778,7 +806,7 @@ def immamb(lam, Xup, S, I, floating, sub_ptr, sub_rng, IA, U, Dd, Fc, P, Minv, T
 INT_HEADER = 3
 FLOAT_FIELDS = ("Xtree", "I", "jaxis", "jpitch", "a_grav", "XJ", "Xup", "S", "Sig", "v", "a", "f",
                 "vp", "ap", "hv",
-                "IA", "U", "Dd", "Fc", "P", "IC", "BC", "Ps", "tt", "cur", "D", "Minv",
+                "IA", "U", "Dd", "Fc", "P", "IC", "KC", "hC", "Ps", "tt", "cur", "D", "Minv",
                 "nu_dot", "bias", "tau_id", "R", "g0", "T", "T2", "t6")
 MODEL_FIELDS = 5  # the first five are the model; the rest is overwritten by every call
 NU_DOT = FLOAT_FIELDS.index("nu_dot")
@@ -791,7 +819,7 @@ def float_size(n, nx):
     return (nb * 36 * 2 + nb * 3 + nb + 3                  # model
             + nb * 36 * 2 + nb * 6 * 8                      # XJ, Xup, S, Sig, v, a, f, vp, ap, hv
             + nb * 36 + nb * 6 + nb + nb * 6 * n * 2        # IA, U, Dd, Fc, P
-            + nb * 36 * 2 + nb * 18 + nb * 24 + 24          # IC, BC, Ps, tt, cur
+            + nb * 36 * 2 + nb * 6 + nb * 18 + nb * 24 + 24  # IC, KC, hC, Ps, tt, cur
             + nv * nx + nv * nv + nv * 3 + 9 + 6 + 36 * 2 + 8 * 6)
 
 
@@ -849,7 +877,8 @@ def views(ib, fb):
     Fc, o = _f3(fb, o, nb, 6, n)
     P, o = _f3(fb, o, nb, 6, n)
     IC, o = _f3(fb, o, nb, 6, 6)
-    BC, o = _f3(fb, o, nb, 6, 6)
+    KC, o = _f3(fb, o, nb, 6, 6)
+    hC, o = _f2(fb, o, nb, 6)
     Ps, o = _f3(fb, o, nb, 3, 6)
     tt, o = _f3(fb, o, nb, 4, 6)
     cur, o = _f2(fb, o, 4, 6)
@@ -865,7 +894,7 @@ def views(ib, fb):
     t6, o = _f2(fb, o, 8, 6)
     return ((lam, jtype, sub_ptr, sub_rng),
             (Xtree, I, jaxis, jpitch, a_grav, XJ, Xup, S, Sig, v, a, f, vp, ap, hv, IA, U, Dd, Fc, P,
-             IC, BC, Ps, tt, cur, D, Minv, nu_dot, bias, tau_id, R, g0, T, T2, t6), o)
+             IC, KC, hC, Ps, tt, cur, D, Minv, nu_dot, bias, tau_id, R, g0, T, T2, t6), o)
 
 
 @njit
@@ -880,7 +909,7 @@ def _linearize(ib, fb, q, vel, tau, A, B):
         quat, s, vb, r = q[0:0], q, vel[0:0], vel
     (lam, jtype, sub_ptr, sub_rng), (
         Xtree, I, jaxis, jpitch, a_grav, XJ, Xup, S, Sig, v, a, f, vp, ap, hv, IA, U, Dd, Fc, P, IC,
-        BC, Ps, tt, cur, D, Minv, nu_dot, bias, tau_id, R, g0, T, T2, t6), _ = views(ib, fb)
+        KC, hC, Ps, tt, cur, D, Minv, nu_dot, bias, tau_id, R, g0, T, T2, t6), _ = views(ib, fb)
     n = ib[0]
     nv = n + 6 if floating else n
     off = nv - n
@@ -915,8 +944,8 @@ def _linearize(ib, fb, q, vel, tau, A, B):
     for i in range(6):
         a[0, i] = g0[i] + (nu_dot[i] if floating else 0.0)
     eidamb(lam, Xup, S, I, r, nu_dot[off:], v, a, f, tau_id[off:], vp, ap, hv, False)
-    eidamb_derivatives(lam, floating, S, Sig, Xup, I, v, vp, ap, hv, f, g0, IC, BC, Ps, tt, cur, D,
-                       T2, t6)
+    eidamb_derivatives(lam, floating, S, Sig, Xup, I, v, vp, ap, hv, f, g0, IC, KC, hC, Ps, tt, cur,
+                       D, T2, t6)
     # A = [[-ad(v) (+) 0, I], [-Minv D]], B = [[0], [Minv S]]  (3.53)
     nx = 2 * nv
     for i in range(nv):
