@@ -18,11 +18,11 @@ amplifies rounding. Two independent checks at the same states:
    Pinocchio's own model numbers (so it is not charged for last-bit differences in the data).
 
 Measured (x86-64, pin 4.1.0; floating base states 0-2, then fixed base):
-    ours:      eta 9e-17, 5e-17, 1.4e-16 | 9e-16, 6e-16, 1.2e-15;
-               e_max vs reference 1.5e-10, 2.0e-9, 1.4e-9 | 2.0e-10, 6.2e-10, 2.7e-10
+    ours:      eta 1.1e-16, 8.7e-17, 1.3e-16 | 2.4e-15, 3.3e-16, 1.7e-15;
+               e_max vs reference 8.3e-10, 2.8e-9, 5.4e-10 | 4.7e-10, 1.3e-9, 3.2e-10
     Pinocchio: eta 2.7e-14, 1.1e-12, 7.5e-13 | 6.0e-14, 2.8e-14, 6.9e-14;
                e_max vs reference 3.4e-7, 3.8e-5, 7.6e-6 | 2.9e-8, 4.9e-8, 4.9e-8
-Ours is backward stable and within e_max 2e-9 of the reference; Pinocchio's residuals are 50-2e4
+Ours is backward stable and within e_max 3e-9 of the reference; Pinocchio's residuals are 50-2e4
 times larger and so is its forward error (80-2e4 times): the icub differences in test_pinocchio
 are Pinocchio's. The references built from our and from Pinocchio's model numbers differ by e_max
 8e-10..9.5e-9 (last-bit differences in the data, amplified by cond(M)): against the one built from
