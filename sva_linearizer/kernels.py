@@ -553,7 +553,7 @@ def abamb(lam, Xup, S, I, r, tau, floating, v, c, IA, pA, U, Dd, u, a, rdd, T, T
         pA[k] = 0.0
         mv(I[k], v[k], t6[0])
         cross_f(v[k], t6[0], pA[k])
-    status = _articulated_sweep(lam, Xup, S, IA, U, Dd, T, T2, pA, tau, c, u)
+    status = _articulated_sweep(lam, Xup, S, IA, U, Dd, T2, pA, tau, c, u)
     if status != 0:
         return status
     if floating:
@@ -575,7 +575,7 @@ def abamb(lam, Xup, S, I, r, tau, floating, v, c, IA, pA, U, Dd, u, a, rdd, T, T
 
 
 @njit
-def _articulated_sweep(lam, Xup, S, IA, U, Dd, T, T2, pA, tau, c, u):
+def _articulated_sweep(lam, Xup, S, IA, U, Dd, T2, pA, tau, c, u):
     """ABA's backward sweep (E.5-E.6): U_k = M^A_k Gamma, D_k = Gamma^T U_k,
     M^a_k = M^A_k - U U^T / D_k, M^A_lam += X^T M^a_k X, and the bias forces p^A.
     IA[k] = M_k on entry. Returns 0, or k if D_k is not positive (M singular or indefinite)."""
