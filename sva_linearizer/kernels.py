@@ -411,9 +411,9 @@ def eidamb_derivatives(lam, floating, S, Sig, Xup, I, v, vp, ap, hv, f, g0, IC, 
     Psi-dot_0 = 0, Psi-ddot_0 = a_0^r x 1 and S-dot_0 = v_0 x 1.
 
     Body coordinates rather than the paper's ground frame: a body's t1..t4 (lines 13-16) are taken
-    to each ancestor's frame on the way up (X^T), which costs a little more than ground-frame dot
-    products but keeps the rounding of the forward-mode tables (in the ground frame, inertias and
-    the joints' axes carry rounding that huge accelerations amplify: ~10x on icub).
+    to each ancestor's frame on the way up (X^T), which costs more than ground-frame dot products
+    but keeps the accuracy of the forward-mode tables (a ground-frame version lost about a digit on
+    icub's ill-conditioned states; README, Performance).
     IC: composite M^C_k (lines 8, 22). 2 B^C_k (lines 9, 22) is kept as its symmetric part KC[k]
     and the composite momentum hC[k] (two_b_sym): 2B^C x = KC x + x x* hC, by equivariance of the
     cross products, and KC's congruence is the cheap symmetric one. Ps[k] = [Psi-dot_k, Psi-ddot_k,
