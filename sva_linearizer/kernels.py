@@ -53,12 +53,14 @@ def mv_add(X, x, out):
 
 
 @njit(inline="always")
-def mtv_add(X, x, out):
-    """out += X^T x."""
-    x0, x1, x2, x3, x4, x5 = x[0], x[1], x[2], x[3], x[4], x[5]
-    for m in range(6):
-        out[m] += (X[0, m] * x0 + X[1, m] * x1 + X[2, m] * x2 + X[3, m] * x3 + X[4, m] * x4
-                   + X[5, m] * x5)
+def _add6(out, o0, o1, o2, o3, o4, o5):
+    """out += (o0, ..., o5) for a 6-vector out."""
+    out[0] += o0
+    out[1] += o1
+    out[2] += o2
+    out[3] += o3
+    out[4] += o4
+    out[5] += o5
 
 
 @njit(inline="always")
@@ -77,12 +79,7 @@ def cross_m(v, u, out, sign):
     o3 = w1 * u5 - w2 * u4
     o4 = w2 * u3 - w0 * u5
     o5 = w0 * u4 - w1 * u3
-    out[0] += sign * o0
-    out[1] += sign * o1
-    out[2] += sign * o2
-    out[3] += sign * o3
-    out[4] += sign * o4
-    out[5] += sign * o5
+    _add6(out, sign * o0, sign * o1, sign * o2, sign * o3, sign * o4, sign * o5)
 
 
 @njit(inline="always")
@@ -97,12 +94,7 @@ def cross_f(v, h, out):
     o3 = w1 * n2 - w2 * n1 + l1 * f2 - l2 * f1
     o4 = w2 * n0 - w0 * n2 + l2 * f0 - l0 * f2
     o5 = w0 * n1 - w1 * n0 + l0 * f1 - l1 * f0
-    out[0] += o0
-    out[1] += o1
-    out[2] += o2
-    out[3] += o3
-    out[4] += o4
-    out[5] += o5
+    _add6(out, o0, o1, o2, o3, o4, o5)
 
 
 @njit(inline="always")
@@ -124,6 +116,14 @@ def _xt6(blocks, y0, y1, y2, y3, y4, y5):
             f00 * y0 + f10 * y1 + f20 * y2 + e00 * y3 + e10 * y4 + e20 * y5,
             f01 * y0 + f11 * y1 + f21 * y2 + e01 * y3 + e11 * y4 + e21 * y5,
             f02 * y0 + f12 * y1 + f22 * y2 + e02 * y3 + e12 * y4 + e22 * y5)
+
+
+@njit(inline="always")
+def xt_add(X, x, out):
+    """out += X^T x for a spatial transform X = [[E, F], [0, E]] (a force taken from the child's
+    to the parent's frame); out must not alias x."""
+    r0, r1, r2, r3, r4, r5 = _xt6(_blocks(X), x[0], x[1], x[2], x[3], x[4], x[5])
+    _add6(out, r0, r1, r2, r3, r4, r5)
 
 
 @njit(inline="always")
@@ -366,7 +366,7 @@ def eidamb(lam, Xup, S, I, r, rdot, v, a, f, tau, vp, ap, hv, velocities):
         cross_f(v[k], hv[k], f[k])
     for k in range(nb - 1, 0, -1):                               # line 25
         tau[k - 1] = dot6(S[k], f[k])                            # line 32 (subtree of k complete)
-        mtv_add(Xup[k], f[k], f[lam[k]])                         # line 27
+        xt_add(Xup[k], f[k], f[lam[k]])                          # line 27
 
 
 # --------------------------------------------------------------------------------------------
@@ -506,7 +506,7 @@ def eidamb_derivatives(lam, floating, S, Sig, Xup, I, v, vp, ap, hv, f, g0, IC, 
         if p > 0 or floating:                                    # line 22
             congruence_add(Xup[k], ICk, IC[p])
             congruence_add(Xup[k], KCk, KC[p])
-            mtv_add(Xup[k], hC[k], hC[p])
+            xt_add(Xup[k], hC[k], hC[p])
     if floating:                                                 # base-base block (lines 19-20)
         e, col, w = t6[0], t6[1], t6[2]
         for c in range(6):
@@ -597,7 +597,7 @@ def _articulated_sweep(lam, Xup, S, IA, U, Dd, T2, pA, tau, c, u):
         mv_add(T2, c[k], pA[k])
         for i in range(6):
             pA[k, i] += U[k, i] * (u[k] / Dd[k])
-        mtv_add(Xup[k], pA[k], pA[p])
+        xt_add(Xup[k], pA[k], pA[p])
     return 0
 
 
@@ -637,14 +637,14 @@ def crbamb(lam, Xup, S, I, floating, Ic, M, t6):
         m = k
         while lam[m] > 0:
             t6[1] = 0.0
-            mtv_add(Xup[m], F, t6[1])
+            xt_add(Xup[m], F, t6[1])
             F[:] = t6[1]
             m = lam[m]
             M[off + k - 1, off + m - 1] = dot6(S[m], F)
             M[off + m - 1, off + k - 1] = M[off + k - 1, off + m - 1]
         if floating:
             t6[1] = 0.0
-            mtv_add(Xup[m], F, t6[1])
+            xt_add(Xup[m], F, t6[1])
             for i in range(6):
                 M[i, off + k - 1] = t6[1, i]
                 M[off + k - 1, i] = t6[1, i]
@@ -777,7 +777,7 @@ def immamb(lam, Xup, S, I, floating, sub_ptr, sub_rng, IA, U, Dd, Fc, P, Minv, T
         Mrow = Minv[off + j, off:]
         for i in range(6):                                           # w = X^T U / D
             w[i] = 0.0
-        mtv_add(Xk, U[k], w)
+        xt_add(Xk, U[k], w)
         Dk = Dd[k]
         w0, w1, w2, w3, w4, w5 = w[0] / Dk, w[1] / Dk, w[2] / Dk, w[3] / Dk, w[4] / Dk, w[5] / Dk
         Mrow[j] -= (w0 * Pp[0, j] + w1 * Pp[1, j] + w2 * Pp[2, j] + w3 * Pp[3, j]

@@ -122,32 +122,29 @@ class State:
         return self._R
 
     # Setters give the state new vectors (never writing into arrays a caller passed in).
-    def _set(self, which, lo, hi, name, value):
-        old = getattr(self, which)
-        new = old.copy()
-        hi = new.shape[0] if hi is None else hi
-        new[lo:hi] = as_vector(name, value, hi - lo)
+    def _set(self, which, lo, name, value, base=False):
+        if base and not self.floating_base:
+            raise ValueError("fixed-base model: base pose and twist are not part of the state")
+        new = getattr(self, which).copy()
+        size = (new.shape[0] - lo) if not base else (3 if which == "q" else 6)
+        new[lo:lo + size] = as_vector(name, value, size)
         setattr(self, which, new)
 
     @s.setter
     def s(self, value):
-        self._set("q", 7 if self.floating_base else 0, None, "joint positions s", value)
+        self._set("q", 7 if self.floating_base else 0, "joint positions s", value)
 
     @r.setter
     def r(self, value):
-        self._set("v", 6 if self.floating_base else 0, None, "joint velocities r", value)
+        self._set("v", 6 if self.floating_base else 0, "joint velocities r", value)
 
     @p.setter
     def p(self, value):
-        if not self.floating_base:
-            raise ValueError("fixed-base model: base pose and twist are not part of the state")
-        self._set("q", 0, 3, "base position p", value)
+        self._set("q", 0, "base position p", value, base=True)
 
     @v_base.setter
     def v_base(self, value):
-        if not self.floating_base:
-            raise ValueError("fixed-base model: base pose and twist are not part of the state")
-        self._set("v", 0, 6, "base twist v", value)
+        self._set("v", 0, "base twist v", value, base=True)
 
     def __repr__(self):
         return f"<sva_linearizer.State nj={self.nj} floating_base={self.floating_base}>"
