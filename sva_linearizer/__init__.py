@@ -4,7 +4,6 @@ Algorithms of M.P. Bos, "Efficient Geometric Sensitivity Analysis of Moving-Base
 Dynamics" (TU/e 2019): EIDAmb and its left-trivialized derivatives, IMMA / IMMAmb, ABAmb, CRBAmb.
 """
 from .algorithms import (
-    Data,
     extended_inverse_dynamics,
     extended_inverse_dynamics_derivatives,
     forward_dynamics,
@@ -12,8 +11,9 @@ from .algorithms import (
     mass_matrix,
     rneamb,
 )
+from .data import Data
 from .joints import Joint
-from .linearize import Linearization, discretize, linearize, linearize_batch
+from .linearization import Linearization, discretize, linearize, linearize_batch
 from .model import Inertia, Model
 from .state import State
 

@@ -194,7 +194,7 @@ def run(robots=DEFAULT_ROBOTS, batch=128, repeat=15, number=20, cold=True, out=p
     except ImportError:
         raise ValueError("bench needs Pinocchio as the reference: pip install pin "
                          "example-robot-data (or '.[test]')") from None
-    from sva_linearizer.kernels import num_threads
+    from sva_linearizer.linearization import num_threads
 
     rows = []
     out(f"sva_linearizer vs Pinocchio, same random states, one process; batch of {batch} on "

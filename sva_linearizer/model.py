@@ -2,7 +2,7 @@
 
 Bodies are stored parents-before-children (add_body requires the parent to exist), which is the
 joint order of the model (`model.joint_names`). The algorithms work on flat arrays compiled from the
-tree (`Model.arrays()`); see :mod:`sva_linearizer.kernels`.
+tree (`Model.arrays()`), laid out for the kernels by :mod:`sva_linearizer.data`.
 """
 from __future__ import annotations
 
@@ -126,7 +126,6 @@ class Model:
         self._index: dict[str, int] = {}
         self._arrays = None
         self._validated = False
-        self._cache = {}
 
     # -- building -----------------------------------------------------------------------------
     def set_base_inertia(self, inertia):
@@ -179,7 +178,6 @@ class Model:
     def _changed(self):
         self._arrays = None
         self._validated = False
-        self._cache = {}
 
     # -- queries ------------------------------------------------------------------------------
     @property

@@ -91,17 +91,14 @@ def rpy_to_matrix(rpy):
     ])
 
 
-def quat_to_matrix(q, norm=1.0):
-    """Rotation matrix of a unit quaternion given as (x, y, z, w) (Pinocchio / ROS order); pass its
-    norm to normalise it on the way."""
-    x, y, z, w = q
-    if norm != 1.0:
-        x, y, z, w = x / norm, y / norm, z / norm, w / norm
-    return np.array([
-        [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-        [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-        [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
-    ])
+def quat_to_matrix(q) -> np.ndarray:
+    """Rotation matrix of a quaternion (x, y, z, w) (Pinocchio / ROS order), normalised on the way
+    (spatial_ops.quat_to_rot, the one implementation the kernels use too)."""
+    from .spatial_ops import quat_to_rot
+
+    R = np.empty((3, 3))
+    quat_to_rot(np.ascontiguousarray(q, dtype=float), R)
+    return R
 
 
 def matrix_to_quat(R):

@@ -43,18 +43,21 @@ class State:
     """q = (H, s), nu = (v, r) of thesis (3.6); v is the base's body twist [v_lin; w].
 
     Held as the flat vectors q = [p, quaternion (x, y, z, w), s] and v = [v_lin, w, r] (Pinocchio's
-    layout; q = s, v = r for a fixed base); p, quat, R, s, v_base, r are views of them. Fixed base:
-    H is the identity and v zero. Build with State.from_vectors (flat vectors, not copied when they
-    are already contiguous float64 arrays with a unit quaternion) or
-    State(model, R=..., p=..., s=..., v_base=..., r=...)."""
+    layout; q = s, v = r for a fixed base); p, quat, s, v_base, r are views of them and R is
+    computed from quat on each use. Fixed base: H is the identity and v zero.
 
-    __slots__ = ("nj", "floating_base", "q", "v", "_R")
+    The rule for your arrays: a State always holds its own copies. State.from_vectors(model, q, v)
+    copies q and v (normalising a quaternion within QUATERNION_TOLERANCE of unit norm), so changing
+    your q afterwards never changes the state: build a new State (or use the setters, which give
+    the state new vectors) to linearize somewhere else. Also State(model, R=..., p=..., s=...,
+    v_base=..., r=...)."""
+
+    __slots__ = ("nj", "floating_base", "q", "v")
 
     def __init__(self, model, R=None, p=None, s=None, v_base=None, r=None):
         nj = model.nj
         self.nj = nj
         self.floating_base = model.floating_base
-        self._R = None
         s = np.zeros(nj) if s is None else as_vector("joint positions s", s, nj)
         r = np.zeros(nj) if r is None else as_vector("joint velocities r", r, nj)
         if self.floating_base:
@@ -68,7 +71,6 @@ class State:
             v_base = np.zeros(6) if v_base is None else as_vector("base twist v", v_base, 6)
             self.q = np.concatenate([p, quat / np.linalg.norm(quat), s])
             self.v = np.concatenate([v_base, r])
-            self._R = R
         else:
             if (p is not None and np.any(p)) or (v_base is not None and np.any(v_base)):
                 raise ValueError("fixed-base model: base pose and twist are not part of the state")
@@ -80,17 +82,18 @@ class State:
         for a floating base; q = s, v = r for a fixed base (Pinocchio's conventions)."""
         nj, floating = len(model.bodies), model.floating_base
         nq, nv = (nj + 7, nj + 6) if floating else (nj, nj)
-        if not (_is_vector(q, nq) and _is_vector(v, nv)):
-            q = as_vector("q", q, nq)
-            v = as_vector("v", v, nv)
+        if _is_vector(q, nq) and _is_vector(v, nv):
+            q, v = q.copy(), v.copy()        # always the state's own copies (see the class docstring)
+        else:
+            q = np.array(as_vector("q", q, nq))
+            v = np.array(as_vector("v", v, nv))
         status = _check_floating(q, v) if floating else _check_fixed(q, v)
-        if status == 4:                   # within tolerance: a normalised copy
-            q = q.copy()
+        if status == 4:                   # within tolerance: normalised
             q[3:7] /= math.sqrt(q[3:7] @ q[3:7])
         elif status != 0:
             raise input_error(model, q, v)
         st = object.__new__(cls)
-        st.nj, st.floating_base, st.q, st.v, st._R = nj, floating, q, v, None
+        st.nj, st.floating_base, st.q, st.v = nj, floating, q, v
         return st
 
     @property
@@ -116,10 +119,8 @@ class State:
 
     @property
     def R(self):
-        """Base rotation ^AR_0 (computed from the unit quaternion on first use)."""
-        if self._R is None:
-            self._R = quat_to_matrix(self.quat.tolist())
-        return self._R
+        """Base rotation ^AR_0, from the unit quaternion."""
+        return quat_to_matrix(self.quat)
 
     # Setters give the state new vectors (never writing into arrays a caller passed in).
     def _set(self, which, lo, name, value, base=False):

@@ -110,21 +110,26 @@ def test_model_building_errors():
 
 
 def test_vectors_changed_after_the_state_was_built(quad):
-    """A State keeps the caller's q, v (no copy); the compiled call checks them again, so a NaN or a
-    drifted quaternion written into them later is still named, and nothing is computed from it."""
+    """A State holds its own copies of q, v (the one rule: State.from_vectors always copies), so
+    the caller changing its arrays afterwards changes nothing; values written into the state's own
+    arrays are checked again in the compiled call, so a NaN or a drifted quaternion is still
+    named, and nothing is computed from it."""
     q, v = flat_state(quad)
     st = sl.State.from_vectors(quad, q, v)
     data = sl.Data(quad)
     tau = np.zeros(quad.nj)
     good = sl.linearize(quad, st, tau, data=data).A.copy()
-    q[8] = np.nan
+    q[8] = np.nan                       # the caller's array: not the state's
+    q[3:7] = [0.0, 0.0, 0.0, 1.02]
+    np.testing.assert_array_equal(sl.linearize(quad, st, tau, data=data).A, good)
+    st.q[8] = np.nan
     with pytest.raises(ValueError, match=r"q: entry 8 is nan"):
         sl.linearize(quad, st, tau, data=data)
-    q[8] = 0.0
-    q[3:7] = [0.0, 0.0, 0.0, 1.02]
+    st.q[8] = q[8] = 0.0
+    st.q[3:7] = [0.0, 0.0, 0.0, 1.02]
     with pytest.raises(ValueError, match=r"quaternion.*norm 1.02 is not 1"):
         sl.linearize(quad, st, tau, data=data)
-    q[3:7] = [0.0, 0.0, 0.0, 1.0 + 5e-7]   # within tolerance: used normalised
+    st.q[3:7] = [0.0, 0.0, 0.0, 1.0 + 5e-7]   # within tolerance: used normalised
     np.testing.assert_allclose(sl.linearize(quad, st, tau, data=data).A, good, atol=1e-9)
 
 

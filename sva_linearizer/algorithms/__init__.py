@@ -1,0 +1,22 @@
+"""The thesis's algorithms, one per file, each a compiled kernel `f(m, d, ...)` on the model's and
+the workspace's named views (data.py) with its typed Python wrapper:
+
+    kinematics.py          jcalc (Appendix B), tree transforms, gravity term (EIDAmb lines 7, 16)
+    eidamb.py              EIDAmb (Table 4.1)                     extended_inverse_dynamics
+    eidamb_derivatives.py  Tables 4.2-4.5, as IDSVA (Singh Alg. 1) extended_inverse_dynamics_derivatives
+    articulated.py         the articulated-body sweep shared by ABAmb, IMMAmb and the pivot check
+    abamb.py               ABAmb (E.6) / ABA (E.5)                forward_dynamics
+    crbamb.py              CRBAmb (E.4) / CRBA (E.3)              mass_matrix
+    immamb.py              IMMAmb (Table 4.7) / IMMA (Table 4.6)  inverse_mass_matrix
+    rneamb.py              RNEAmb (E.2) / RNEA (E.1)              rneamb
+"""
+from .abamb import forward_dynamics
+from .crbamb import mass_matrix
+from .eidamb import extended_inverse_dynamics
+from .eidamb_derivatives import extended_inverse_dynamics_derivatives
+from .immamb import inverse_mass_matrix
+from .articulated import articulated_pivots
+from .rneamb import rneamb
+
+__all__ = ["articulated_pivots", "extended_inverse_dynamics", "extended_inverse_dynamics_derivatives",
+           "forward_dynamics", "inverse_mass_matrix", "mass_matrix", "rneamb"]

@@ -1,0 +1,40 @@
+"""What every algorithm's Python wrapper shares: argument checks, the Data to run on, status codes
+of the compiled entry points and the errors they become."""
+from __future__ import annotations
+
+from ..data import Data, get_data
+from ..state import State
+from .kinematics import fill_custom
+
+OK = 0
+BAD_INPUT = -2        # an input is not finite, or the base quaternion not of unit norm
+BASE_SINGULAR = -1    # the floating base's articulated inertia M^A_0 is singular
+NOT_FINITE = -3       # a result overflowed (see diagnose_overflow)
+# k > 0: the pivot D_k of body k (joint k-1) vanishes: M is singular there
+
+
+def check_state(model, state) -> None:
+    if not isinstance(state, State):
+        raise ValueError(f"state must be an sva_linearizer.State, got {type(state).__name__}")
+    if state.nj != model.nj or state.floating_base != model.floating_base:
+        raise ValueError(f"state was built for another model (nj={state.nj}, floating_base="
+                         f"{state.floating_base}); this model has nj={model.nj}, "
+                         f"floating_base={model.floating_base}")
+
+
+def setup(model, state, data=None) -> Data:
+    """The Data a call runs on (see data.get_data), with custom joints' jcalc filled in."""
+    check_state(model, state)
+    d = get_data(model, data)
+    if d.custom:
+        fill_custom(d, state.s)
+    return d
+
+
+def singular_mass_matrix_error(model, status: int) -> ValueError:
+    """The ValueError for a kernel's status code (k > 0: pivot of body k, -1: the base)."""
+    if status > 0:
+        return ValueError(f"the mass matrix is singular at this configuration: joint "
+                          f"'{model.joint_names[status - 1]}' moves no mass or inertia here")
+    return ValueError("the mass matrix is singular at this configuration: the floating base's "
+                      "articulated inertia is singular")

@@ -1,0 +1,93 @@
+"""EIDAmb, the Extended Inverse Dynamics Algorithm for moving-base systems (thesis Table 4.1): the
+base wrench and joint torques [tau_b; tau] = M nu_dot + h(q, nu), by the recursive Newton-Euler
+scheme with the base as a 6-DoF 'joint'. EIDA (fixed base) is the same with v_0 = a_0 = 0."""
+from __future__ import annotations
+
+import numpy as np
+
+from .._jit import njit
+from ..data import views
+from ..spatial_ops import cross_f, cross_m, dot6, mv, xt_add
+from ..state import as_vector, check_vectors, QUATERNION_TOLERANCE
+from .common import BAD_INPUT, setup
+from .kinematics import prepare
+
+
+@njit
+def eidamb(m, d, vel, nu_dot, velocities):
+    """EIDAmb (Table 4.1), with the base acceleration folded into the body accelerations.
+
+    Joint k's rate and acceleration are vel[vidx[k]], nu_dot[vidx[k]]. On entry d.v[0] is the base
+    twist v_0 and d.a[0] = ^0a_{A,0} + a_0^r (base acceleration plus the gravity term of line 7);
+    for a fixed base v[0] = 0 and a[0] = a_0^r. Then
+      a[k] = a_k^r + ^k a_{A,0}   (lines 18 and 31 in one recursion)
+      f[k] = M_k a[k] + v_k x* M_k v_k, accumulated over the subtree (lines 22, 27)
+    so that f[k] = M^c_k ^k a_{A,0} + b^c_k, tau_id[vidx[k]] = Gamma^T f[k] (line 32), and
+    f[0] = M^c_0 a_0 + 0F r_dot + b^vp_0 = ID_b (line 41): the r_dot terms that line 41 adds
+    through 0F are already inside a[k].
+    Also kept for the derivatives: vp[k], ap[k] = the parent's twist and acceleration in k's frame
+    (^kX_lam v_lam, ^kX_lam a_lam) and hv[k] = M_k v_k. velocities=False reuses v, vp and hv
+    from an earlier call at the same state (only the accelerations changed)."""
+    lam, vidx, Xup, S, I = m.lam, m.vidx, d.Xup, d.S, m.I
+    v, a, f, vp, ap, hv, tau = d.v, d.a, d.f, d.vp, d.ap, d.hv, d.tau_id
+    if velocities:
+        mv(I[0], v[0], hv[0])                                    # T4.1:10-11
+    mv(I[0], a[0], f[0])
+    cross_f(v[0], hv[0], f[0])
+    for k in range(1, m.nb):                                     # T4.1:13
+        p = lam[k]
+        rk = vel[vidx[k]]
+        if velocities:
+            mv(Xup[k], v[p], vp[k])                              # T4.1:17
+            for i in range(6):
+                v[k, i] = vp[k, i] + S[k, i] * rk                # T4.1:15: v_J = Gamma r
+            mv(I[k], v[k], hv[k])
+        mv(Xup[k], a[p], ap[k])                                  # T4.1:18, 31
+        rdk = nu_dot[vidx[k]]
+        for i in range(6):
+            a[k, i] = ap[k, i] + S[k, i] * rdk
+        cross_m(v[k], S[k], a[k], rk)                            # v_k x v_J
+        mv(I[k], a[k], f[k])                                     # T4.1:21-22
+        cross_f(v[k], hv[k], f[k])
+    for k in range(m.nb - 1, 0, -1):                             # T4.1:25
+        tau[vidx[k]] = dot6(S[k], f[k])                          # T4.1:32 (subtree of k complete)
+        xt_add(Xup[k], f[k], f[lam[k]])                          # T4.1:27
+
+
+@njit(inline="always")
+def set_base_acceleration(m, d, nu_dot):
+    """d.a[0] = ^0a_{A,0} + a_0^r: the base's acceleration (nu_dot[0:6], floating) plus gravity."""
+    for i in range(6):
+        d.a[0, i] = d.g0[i] + (nu_dot[i] if m.floating else 0.0)
+
+
+@njit
+def eidamb_entry(ib, fb, q, vel, nu_dot):
+    """Kinematics, then EIDAmb at nu_dot (the Python wrappers' compiled call). Returns a status."""
+    m, d, _ = views(ib, fb)
+    if check_vectors(q, vel, nu_dot, m.floating, QUATERNION_TOLERANCE) == 1:
+        return BAD_INPUT
+    prepare(m, d, q, vel)
+    set_base_acceleration(m, d, nu_dot)
+    eidamb(m, d, vel, nu_dot, True)
+    return 0
+
+
+def run_eidamb(model, state, nu_dot, data=None):
+    """The Data after kinematics and EIDAmb at (state, nu_dot)."""
+    nu_dot = as_vector("nu_dot", nu_dot, model.nv)
+    d = setup(model, state, data)
+    if eidamb_entry(d.ib, d.fb, state.q, state.v, nu_dot) != 0:
+        from ..state import input_error
+        raise input_error(model, state.q, state.v)
+    return d
+
+
+def extended_inverse_dynamics(model, state, nu_dot, data=None) -> np.ndarray:
+    """EIDAmb (Table 4.1): [tau_b (6); tau] = M nu_dot + h (floating base), tau (fixed base).
+
+    tau_b is the wrench the base would need (zero when nu_dot is consistent with tau)."""
+    d = run_eidamb(model, state, nu_dot, data)
+    if model.floating_base:
+        return np.concatenate([d.f[0], d.tau_id[6:]])
+    return d.tau_id.copy()

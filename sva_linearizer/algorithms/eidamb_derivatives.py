@@ -1,0 +1,209 @@
+"""Derivatives of EIDAmb (thesis Tables 4.2-4.5), computed with the arithmetic of Singh et al.'s IDSVA
+(seeds/000-001, Alg. 1; notes/singh_kim_digest.md section 2.4) in body coordinates: O(N d), a few
+6-vector products per (ancestor, descendant) pair instead of a 6x6 product per (body, column).
+
+Where each thesis table's result comes from (D = [D_q | D_nu], nv x 2nv):
+
+    thesis                      D's columns         IDSVA lines (comments: # IDSVA:n)
+    Table 4.2  d ID / d H       z_H (6)             17, 19 with the base as a 6-DoF joint (i = 0),
+                                                    Gamma_0 = 1, Psi-ddot_0 = a_0^r x 1; 19-20 base-base
+    Table 4.3  d ID / d s       s (N)               5-7, 13-15, 17, 19, 22
+    Table 4.4  d ID / d v       v (6, body twist)   18, 20 with i = 0, S-dot_0 = v_0 x 1
+    Table 4.5  d ID / d r       r (N)               5, 14, 16, 18, 20
+
+Comments tag IDSVA's line numbers; EIDAmb's own lines are tagged # T4.1:n in eidamb.py.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .._jit import njit
+from ..data import views
+from ..spatial import crm, xform
+from ..spatial_ops import cross_f, cross_m, dot6, mv, mv_add, xblocks, xt6, xt_add, congruence_add
+from .eidamb import run_eidamb
+
+BASE_VELOCITY_FRAMES = ("body", "inertial")
+
+
+@njit(inline="always")
+def xtf_rows(X, Y):
+    """Each row y of Y becomes X^T y (forces taken from the child's to the parent's frame), for a
+    spatial transform X = [[E, F], [0, E]]."""
+    blocks = xblocks(X)
+    for r in range(Y.shape[0]):
+        Y[r, 0], Y[r, 1], Y[r, 2], Y[r, 3], Y[r, 4], Y[r, 5] = xt6(
+            blocks, Y[r, 0], Y[r, 1], Y[r, 2], Y[r, 3], Y[r, 4], Y[r, 5])
+
+
+@njit(inline="always")
+def two_b_sym(M, v, T, K):
+    """The symmetric part of 2 B = v x* M - M v x + (M v) x-bar*  (Singh eq. 28) for a symmetric
+    inertia M: K = C + C^T with C = v x* M. The rest, (M v) x-bar*, is antisymmetric and
+    determined by the momentum h = M v: 2B x = K x + x x* h, (2B)^T x = K x - x x* h.
+    T: 6x6 scratch."""
+    for c in range(6):                  # T[c] = v x* M[:, c] (row c of C^T)
+        for i in range(6):
+            T[c, i] = 0.0
+        cross_f(v, M[c], T[c])
+    for i in range(6):
+        for c in range(6):
+            K[i, c] = T[c, i] + T[i, c]
+
+
+@njit
+def eidamb_derivatives(m, d):
+    """The derivatives of EIDAmb w.r.t. H, s, v, r (Tables 4.2-4.5), computed by IDSVA (Singh et al.
+    Alg. 1, notes/singh_kim_digest.md section 2.4) in body coordinates: the same derivatives with
+    the arithmetic restructured to O(N d), a few 6-vector products per (ancestor, descendant) pair.
+
+    D (nv x 2nv) gets the columns [z_H (6) | s (N) | v (6, body twist) | r (N)] (floating) or
+    [s (N) | r (N)] (fixed). Needs eidamb at the same state and acceleration (v, f as subtree
+    sums, vp, ap, hv). g0 = a_0^r = ^0R_A a_grav. With the body twist held fixed (thesis_notes
+    section 3) only gravity depends on H: the base acts as a 6-DoF joint with Gamma_0 = sigma_0 = 1,
+    Psi-dot_0 = 0, Psi-ddot_0 = a_0^r x 1 and S-dot_0 = v_0 x 1.
+
+    Body coordinates rather than the paper's ground frame: a body's t1..t4 (lines 13-16) are taken
+    to each ancestor's frame on the way up (X^T), which costs more than ground-frame dot products
+    but keeps the accuracy of the forward-mode tables (a ground-frame version lost about a digit on
+    icub's ill-conditioned states; README, Performance).
+    IC: composite M^C_k (lines 8, 22). 2 B^C_k (lines 9, 22) is kept as its symmetric part KC[k]
+    and the composite momentum hC[k] (two_b_sym): 2B^C x = KC x + x x* hC, by equivariance of the
+    cross products, and KC's congruence is the cheap symmetric one. Ps[k] = [Psi-dot_k, Psi-ddot_k,
+    S-dot_k + Psi-dot_k (for Gamma)] (lines 5-7, eq. 31). tt[k]: t1..t4; cur: 4x6; T: 6x6 and t6:
+    3x6 scratch.
+
+    Joints whose position twist sigma differs from Gamma (custom joints, see kinematics) keep the
+    two apart: sigma in the position derivatives (Psi-dot, Psi-ddot, the f x-bar* sigma term),
+    Gamma in the velocity derivatives and in tau = Gamma^T f. Line 15's third term is kept (digest
+    section 2.9: dropping it is an erratum of the paper)."""
+    lam, vidx, floating, nb, nv, I = m.lam, m.vidx, m.floating, m.nb, m.nv, m.I
+    S, Sig, Xup, v, vp, ap, hv, f, g0 = d.S, d.Sig, d.Xup, d.v, d.vp, d.ap, d.hv, d.f, d.g0
+    IC, KC, hC, Ps, tt, cur, D, T, t6 = d.IC, d.KC, d.hC, d.Ps, d.tt, d.cur, d.D, d.T2, d.t6
+    for i in range(D.shape[0]):
+        for c in range(D.shape[1]):
+            D[i, c] = 0.0
+    for k in range(nb):                                          # forward: IDSVA:2-11
+        if k > 0:
+            P, vpk = Ps[k], vp[k]                                # v_lam, a_lam in k's frame
+            for i in range(3):
+                for mm in range(6):
+                    P[i, mm] = 0.0
+            cross_m(vpk, Sig[k], P[0], 1.0)                      # IDSVA:6: Psi-dot = v_lam x sigma
+            cross_m(ap[k], Sig[k], P[1], 1.0)                    # IDSVA:7: Psi-ddot = a_lam x sigma
+            cross_m(vpk, P[0], P[1], 1.0)                        #   + v_lam x Psi-dot
+            cross_m(vpk, S[k], P[2], 2.0)                        # IDSVA:5: S-dot + Psi-dot (Gamma)
+        if k > 0 or floating:
+            for i in range(6):
+                for mm in range(6):
+                    IC[k, i, mm] = I[k, i, mm]                     # IDSVA:8
+            two_b_sym(I[k], v[k], T, KC[k])                      # IDSVA:9
+            for i in range(6):
+                hC[k, i] = hv[k, i]
+    v0 = v[0]
+    for k in range(nb - 1, 0, -1):                               # backward: IDSVA:12
+        p = lam[k]
+        ICk, KCk, G, P, t = IC[k], KC[k], S[k], Ps[k], tt[k]
+        psd, psdd, sdp = P[0], P[1], P[2]
+        t1, t2, t3, t4 = t[0], t[1], t[2], t[3]
+        x = t6[0]                                                # x = Gamma x* h^C
+        for i in range(6):
+            x[i] = 0.0
+        cross_f(G, hC[k], x)
+        g0_, g1_, g2_, g3_, g4_, g5_ = G[0], G[1], G[2], G[3], G[4], G[5]
+        for i in range(6):
+            t1[i] = (ICk[i, 0] * g0_ + ICk[i, 1] * g1_ + ICk[i, 2] * g2_ + ICk[i, 3] * g3_
+                     + ICk[i, 4] * g4_ + ICk[i, 5] * g5_)           # IDSVA:13: t1 = M^C Gamma
+            kg = (KCk[i, 0] * g0_ + KCk[i, 1] * g1_ + KCk[i, 2] * g2_ + KCk[i, 3] * g3_
+                  + KCk[i, 4] * g4_ + KCk[i, 5] * g5_)
+            t4[i] = kg - x[i]                                    # IDSVA:16: t4 = (2B^C)^T Gamma
+            t2[i] = kg + x[i]                                    # IDSVA:14: t2 = 2B^C Gamma
+        mv_add(ICk, sdp, t2)                                     #   + M^C (S-dot + Psi-dot)
+        mv(KCk, psd, t3)                                         # IDSVA:15: t3 = 2B^C Psi-dot
+        cross_f(psd, hC[k], t3)
+        mv_add(ICk, psdd, t3)                                    #   + M^C Psi-ddot
+        cross_f(Sig[k], f[k], t3)                                #   + f^C x-bar* sigma
+        # IDSVA:19-20 for the pair (k, k): the diagonal
+        rq = vidx[k]
+        rv = nv + rq
+        D[rq, rq] = dot6(t4, psd) + dot6(t1, psdd)
+        D[rq, rv] = dot6(t4, G) + dot6(t1, sdp)
+        # k's t1..t4 in each ancestor i's frame: lines 17-18 (row i, column k) and 19-20 (row k,
+        # column i)
+        for c in range(4):
+            for mm in range(6):
+                cur[c, mm] = t[c, mm]
+        ch, i = k, p
+        while i > 0:
+            xtf_rows(Xup[ch], cur)
+            Gi, Pi = S[i], Ps[i]
+            ri = vidx[i]
+            D[ri, rq] = dot6(Gi, cur[2])
+            D[ri, rv] = dot6(Gi, cur[1])
+            D[rq, ri] = dot6(cur[3], Pi[0]) + dot6(cur[0], Pi[1])
+            D[rq, nv + ri] = dot6(cur[3], Gi) + dot6(cur[0], Pi[2])
+            ch, i = i, lam[i]
+        if floating:
+            # the base (lines 17-20 with Gamma_0 = 1): its rows get t3, t2; row k's H and v
+            # columns t1^T (g0 x e) = -(g0 x* t1)^T and t4 + t1^T (v0 x e)
+            xtf_rows(Xup[ch], cur)
+            Dr = D[rq]
+            for mm in range(6):
+                D[mm, rq] = cur[2, mm]
+                D[mm, rv] = cur[1, mm]
+            cross_f(g0, cur[0], Dr[0:6])
+            cross_f(v0, cur[0], Dr[nv:nv + 6])
+            for mm in range(6):
+                Dr[mm] = -Dr[mm]
+                Dr[nv + mm] = cur[3, mm] - Dr[nv + mm]
+        if p > 0 or floating:                                    # IDSVA:22
+            congruence_add(Xup[k], ICk, IC[p])
+            congruence_add(Xup[k], KCk, KC[p])
+            xt_add(Xup[k], hC[k], hC[p])
+    if floating:                                                 # base-base block (IDSVA:19-20)
+        e, col, w = t6[0], t6[1], t6[2]
+        for c in range(6):
+            for i in range(6):
+                e[i] = 1.0 if i == c else 0.0
+                col[i] = 0.0
+            cross_m(g0, e, col, 1.0)                             # Psi-ddot_0 e_c = g0 x e_c
+            mv(IC[0], col, w)
+            for i in range(6):
+                D[i, c] = w[i]
+                col[i] = 0.0
+            cross_m(v0, e, col, 1.0)                             # S-dot_0 e_c = v0 x e_c
+            mv(IC[0], col, w)
+            cross_f(e, hC[0], w)                                 # 2B^C_0 e_c = KC e_c + e_c x* hC
+            for i in range(6):
+                D[i, nv + c] = KC[0, i, c] + w[i]
+
+
+@njit
+def eidamb_derivatives_entry(ib, fb):
+    """eidamb_derivatives on the buffers, after eidamb_entry at the same state."""
+    m, d, _ = views(ib, fb)
+    eidamb_derivatives(m, d)
+    return 0
+
+
+def extended_inverse_dynamics_derivatives(model, state, nu_dot, base_velocity_frame="body",
+                                          data=None) -> tuple[np.ndarray, np.ndarray]:
+    """Derivatives of EIDAmb (Tables 4.2-4.5) at (state, nu_dot): (D_q, D_nu), each nv x nv.
+
+    D_q columns: [z_H (6, left-trivialized: H -> H exp(z^)), s]; D_nu columns: [v (6), r].
+    base_velocity_frame="body" holds the body twist v fixed (what the linearization needs);
+    "inertial" holds ^A v fixed, the thesis's convention in Tables 4.1-4.2 and Chapter 5
+    (thesis_notes section 3): D_v^A = D_v ^0X_A, D_H^A = D_H + D_v (v x)."""
+    if base_velocity_frame not in BASE_VELOCITY_FRAMES:
+        raise ValueError(f"base_velocity_frame must be one of {BASE_VELOCITY_FRAMES}, "
+                         f"got {base_velocity_frame!r}")
+    d = run_eidamb(model, state, nu_dot, data)
+    eidamb_derivatives_entry(d.ib, d.fb)
+    nv = model.nv
+    D_q, D_nu = d.D[:, :nv].copy(), d.D[:, nv:].copy()
+    if model.floating_base and base_velocity_frame == "inertial":
+        Dv = D_nu[:, 0:6].copy()
+        X0A = xform(state.R.T, -state.R.T @ state.p)  # ^0X_A
+        D_nu[:, 0:6] = Dv @ X0A
+        D_q[:, 0:6] += Dv @ crm(state.v_base)         # Prop. 4.1 (4.21): d(^0X_A ^Av)/dH = v x
+    return D_q, D_nu

@@ -1,0 +1,164 @@
+"""IMMA (thesis Table 4.6, fixed base) and IMMAmb (Table 4.7, moving base): the inverse mass matrix
+M^-1 in O(N^2) without forming M, on the articulated-body sweep (articulated.py)."""
+from __future__ import annotations
+
+import numpy as np
+
+from .._jit import njit
+from ..data import views
+from ..spatial_ops import inv_spd6, xblocks, xt6, xt_add
+from ..state import QUATERNION_TOLERANCE, check_vectors, input_error
+from .articulated import articulated_step, init_articulated, pivot_tolerance
+from .common import BAD_INPUT, BASE_SINGULAR, setup, singular_mass_matrix_error
+from .kinematics import prepare
+
+
+@njit(inline="always")
+def f_columns(X, S, U, iD, Fk, Fp, Mrow, c0, c1, up):
+    """IMMA(mb) backward pass for columns c0..c1-1 of body k's subtree (T4.6:10-12 / T4.7:10-11): m = Minv_row - Gamma^T F_k / D, then F_lam += X^T (F_k + U m). X, Gamma, U in
+    locals."""
+    blocks = xblocks(X)
+    s0, s1, s2, s3, s4, s5 = S[0] * iD, S[1] * iD, S[2] * iD, S[3] * iD, S[4] * iD, S[5] * iD
+    u0, u1, u2, u3, u4, u5 = U[0], U[1], U[2], U[3], U[4], U[5]
+    for col in range(c0, c1):
+        y0, y1, y2 = Fk[0, col], Fk[1, col], Fk[2, col]
+        y3, y4, y5 = Fk[3, col], Fk[4, col], Fk[5, col]
+        m = Mrow[col] - (s0 * y0 + s1 * y1 + s2 * y2 + s3 * y3 + s4 * y4 + s5 * y5)
+        Mrow[col] = m
+        if up:
+            y0 += u0 * m
+            y1 += u1 * m
+            y2 += u2 * m
+            y3 += u3 * m
+            y4 += u4 * m
+            y5 += u5 * m
+            r0, r1, r2, r3, r4, r5 = xt6(blocks, y0, y1, y2, y3, y4, y5)
+            Fp[0, col] += r0
+            Fp[1, col] += r1
+            Fp[2, col] += r2
+            Fp[3, col] += r3
+            Fp[4, col] += r4
+            Fp[5, col] += r5
+
+
+@njit(inline="always")
+def p_columns(X, S, w0, w1, w2, w3, w4, w5, Pp, Pk, Mrow, c0, c1):
+    """IMMA(mb) forward pass for columns c0..c1-1 (T4.6:19-23 / T4.7:17-18):
+    m = Minv_row - w^T P_lam, P_k = X P_lam + Gamma m. X and Gamma are held in locals so that the
+    column loop is straight-line code."""
+    (e00, e01, e02, e10, e11, e12, e20, e21, e22,
+     f00, f01, f02, f10, f11, f12, f20, f21, f22) = xblocks(X)
+    s0, s1, s2, s3, s4, s5 = S[0], S[1], S[2], S[3], S[4], S[5]
+    P0, P1, P2, P3, P4, P5 = Pp[0], Pp[1], Pp[2], Pp[3], Pp[4], Pp[5]
+    Q0, Q1, Q2, Q3, Q4, Q5 = Pk[0], Pk[1], Pk[2], Pk[3], Pk[4], Pk[5]
+    for col in range(c0, c1):
+        p0, p1, p2, p3, p4, p5 = P0[col], P1[col], P2[col], P3[col], P4[col], P5[col]
+        m = Mrow[col] - (w0 * p0 + w1 * p1 + w2 * p2 + w3 * p3 + w4 * p4 + w5 * p5)
+        Mrow[col] = m
+        Q0[col] = s0 * m + e00 * p0 + e01 * p1 + e02 * p2 + f00 * p3 + f01 * p4 + f02 * p5
+        Q1[col] = s1 * m + e10 * p0 + e11 * p1 + e12 * p2 + f10 * p3 + f11 * p4 + f12 * p5
+        Q2[col] = s2 * m + e20 * p0 + e21 * p1 + e22 * p2 + f20 * p3 + f21 * p4 + f22 * p5
+        Q3[col] = s3 * m + e00 * p3 + e01 * p4 + e02 * p5
+        Q4[col] = s4 * m + e10 * p3 + e11 * p4 + e12 * p5
+        Q5[col] = s5 * m + e20 * p3 + e21 * p4 + e22 * p5
+
+
+@njit
+def immamb(m, d):
+    """IMMA (Table 4.6, fixed base) and IMMAmb (Table 4.7, moving base): d.Minv = M^-1 without
+    forming M.
+
+    subtree(k) (joint indices, k's own included) is the ranges sub_rng[sub_ptr[k]:sub_ptr[k+1]].
+    d.Fc[k] is the thesis's 6 x N matrix F_k, d.P[k] likewise P_k (rows are the 6 components, so
+    the loops over columns run along contiguous memory). Minv is nv x nv with the base block first
+    for a moving base. Only the upper triangle is computed (T4.6:26-30 / T4.7:20-24 mirror it): row
+    j of the forward pass needs columns >= j, and so P_k only columns > j.
+    Returns 0, or k > 0 if the pivot D_k vanishes (M singular), or BASE_SINGULAR if M^A_0 does."""
+    lam, vidx, sub_ptr, sub_rng, S, Xup = m.lam, m.vidx, m.sub_ptr, m.sub_rng, d.S, d.Xup
+    U, Dd, Fc, P, Minv, IA, T, T2 = d.U, d.Dd, d.Fc, d.P, d.Minv, d.IA, d.T, d.T2
+    n, nb, floating = m.n, m.nb, m.floating
+    off = m.nv - n                                                   # joint columns of Minv
+    for i in range(n):                                               # the upper triangle
+        for c in range(i, n):
+            Minv[off + i, off + c] = 0.0
+    init_articulated(m, d)                                           # T4.6:1-5
+    for k in range(nb):
+        Fck = Fc[k]
+        for t in range(sub_ptr[k], sub_ptr[k + 1]):
+            for i in range(6):
+                for col in range(sub_rng[t, 0], sub_rng[t, 1]):
+                    Fck[i, col] = 0.0
+    tol = pivot_tolerance(m)
+    for k in range(n, 0, -1):                                        # T4.6:6
+        iD = articulated_step(m, d, k, tol)                          # T4.6:7-8, 13-14
+        if iD == 0.0:
+            return k
+        j = k - 1
+        Minv[vidx[k], vidx[k]] = iD                                  # T4.6:9
+        up = lam[k] > 0 or floating                                  # T4.6:11; always (T4.7)
+        Mrow = Minv[vidx[k], off:]
+        for t in range(sub_ptr[k], sub_ptr[k + 1]):                  # T4.6:10, 12 / T4.7:11
+            f_columns(Xup[k], S[k], U[k], iD, Fc[k], Fc[lam[k]], Mrow, sub_rng[t, 0],
+                      sub_rng[t, 1], up)
+    P0 = P[0]
+    if floating:
+        if not inv_spd6(IA[0], T2, T):                               # T4.7:25: (M^A_0)^-1
+            return BASE_SINGULAR
+        for i in range(6):                                           # T4.7:15
+            for col in range(n):
+                P0[i, col] = 0.0
+            for c in range(6):
+                x = -T2[i, c]
+                for col in range(n):
+                    P0[i, col] += x * Fc[0, c, col]
+    else:
+        for i in range(6):
+            for col in range(n):
+                P0[i, col] = 0.0
+    w = d.t6[0]
+    for k in range(1, nb):                                           # T4.6:17 / T4.7:16
+        j = k - 1
+        Sk, Xk, Pk, Pp = S[k], Xup[k], P[k], P[lam[k]]
+        Mrow = Minv[vidx[k], off:]
+        for i in range(6):                                           # w = X^T U / D
+            w[i] = 0.0
+        xt_add(Xk, U[k], w)
+        Dk = Dd[k]
+        w0, w1, w2, w3, w4, w5 = w[0] / Dk, w[1] / Dk, w[2] / Dk, w[3] / Dk, w[4] / Dk, w[5] / Dk
+        Mrow[j] -= (w0 * Pp[0, j] + w1 * Pp[1, j] + w2 * Pp[2, j] + w3 * Pp[3, j]
+                    + w4 * Pp[4, j] + w5 * Pp[5, j])                 # T4.6:19 / T4.7:17, column j
+        p_columns(Xk, Sk, w0, w1, w2, w3, w4, w5, Pp, Pk, Mrow, j + 1, n)
+    for i in range(n):                                               # T4.6:26-30 / T4.7:20-24
+        for jj in range(i + 1, n):
+            Minv[off + jj, off + i] = Minv[off + i, off + jj]
+    if floating:
+        for i in range(6):
+            for c in range(6):
+                Minv[i, c] = T2[i, c]                                # T4.7:25
+            for col in range(n):
+                Minv[i, 6 + col] = P0[i, col]
+                Minv[6 + col, i] = P0[i, col]
+    return 0
+
+
+@njit
+def immamb_entry(ib, fb, q, vel):
+    m, d, _ = views(ib, fb)
+    if check_vectors(q, vel, q[0:0], m.floating, QUATERNION_TOLERANCE) == 1:
+        return BAD_INPUT
+    prepare(m, d, q, vel)
+    return immamb(m, d)
+
+
+def inverse_mass_matrix(model, state, out=None, data=None) -> np.ndarray:
+    """IMMAmb (Table 4.7) / IMMA (Table 4.6): M^-1 (nv x nv) without forming M."""
+    d = setup(model, state, data)
+    status = immamb_entry(d.ib, d.fb, state.q, state.v)
+    if status == BAD_INPUT:
+        raise input_error(model, state.q, state.v)
+    if status != 0:
+        raise singular_mass_matrix_error(model, status)
+    if out is None:
+        return d.Minv.copy()
+    out[...] = d.Minv
+    return out

@@ -1,0 +1,22 @@
+"""RNEAmb (thesis Appendix E.2) / RNEA (E.1): the base acceleration consistent with zero base
+wrench, and the joint torques, for given joint accelerations (from EIDAmb and CRBAmb's M^c_0)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..state import as_vector
+from .crbamb import mass_matrix
+from .eidamb import extended_inverse_dynamics
+
+
+def rneamb(model, state, r_ddot, data=None) -> tuple[np.ndarray, np.ndarray]:
+    """(v_dot, tau) for joint accelerations r_ddot; v_dot is empty for a fixed base."""
+    r_ddot = as_vector("r_ddot", r_ddot, model.nj)
+    if not model.floating_base:
+        return np.zeros(0), extended_inverse_dynamics(model, state, r_ddot, data)
+    # ID_b is affine in v_dot with slope M^c_0: solve M^c_0 v_dot = -ID_b(v_dot = 0)
+    out0 = extended_inverse_dynamics(model, state, np.concatenate([np.zeros(6), r_ddot]), data)
+    Mc0 = mass_matrix(model, state, data)[0:6, 0:6]
+    vdot = -np.linalg.solve(Mc0, out0[0:6])
+    tau = extended_inverse_dynamics(model, state, np.concatenate([vdot, r_ddot]), data)[6:]
+    return vdot, tau

@@ -1,0 +1,12 @@
+"""The linearization z_dot = A z + B w, as a pipeline of the algorithms' kernels:
+
+    continuous.py   linearize: A, B at one state (and Ad, Bd with dt), one compiled call
+    batch.py        linearize_batch: many states, in parallel, one compiled call
+    discrete.py     the semi-implicit Euler step on the Lie group: Ad, Bd (discretize)
+    overflow.py     naming what overflowed when a result is not finite
+"""
+from .batch import linearize_batch, num_threads
+from .continuous import Linearization, linearize
+from .discrete import discretize
+
+__all__ = ["Linearization", "discretize", "linearize", "linearize_batch", "num_threads"]

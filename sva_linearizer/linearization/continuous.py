@@ -1,0 +1,205 @@
+"""The singularity-free linearization z_dot = A z + B w (thesis Props. 3.1-3.3; thesis_notes section 2).
+
+State perturbation z = [z_H (6); z_s; z_v (6); z_r] (floating base; H -> H exp(z_H^), v the base's
+body twist) or z = [z_s; z_r] (fixed base); input w = tau.
+
+    A = [[ -ad(v) (+) 0 ,  I          ],       B = [[ 0       ],
+         [ -Minv D_q ID , -Minv D_nu ID ]]           [ Minv S  ]]
+
+with the EIDAmb derivatives (Tables 4.2-4.5, body twist held fixed) at the consistent acceleration
+nu_dot = M^-1 (S tau - h(q, nu)) (h from EIDAmb at zero acceleration) and Minv from IMMAmb
+(Table 4.7) / IMMA (Table 4.6). The whole chain, and with dt the discrete step (discrete.py), is
+one compiled call, `linearize_state`, a pipeline of the algorithms' kernels.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._jit import njit
+from ..algorithms.common import BAD_INPUT, NOT_FINITE, check_state, singular_mass_matrix_error
+from ..algorithms.eidamb import eidamb, set_base_acceleration
+from ..algorithms.eidamb_derivatives import eidamb_derivatives
+from ..algorithms.immamb import immamb
+from ..algorithms.kinematics import fill_custom, prepare
+from ..data import get_data, views
+from ..spatial_ops import cross_m
+from ..state import QUATERNION_TOLERANCE, _is_vector, as_vector, check_vectors, input_error
+from .discrete import check_dt, discrete_step, se3_step_jacobians
+from .overflow import overflow_error
+
+
+class Linearization:
+    """A (2nv, 2nv), B (2nv, nj); nu_dot (nv,) the consistent acceleration the derivatives were
+    taken at; Minv (nv, nv); D (nv, 2nv) the EIDAmb derivatives [D_q | D_nu]; with dt: Ad, Bd of
+    the discrete step (else None)."""
+
+    __slots__ = ("A", "B", "nu_dot", "Minv", "D", "dt", "Ad", "Bd")
+
+    def __init__(self, A, B, nu_dot, Minv, D, dt=None, Ad=None, Bd=None):
+        self.A, self.B, self.nu_dot, self.Minv, self.D = A, B, nu_dot, Minv, D
+        self.dt, self.Ad, self.Bd = dt, Ad, Bd
+
+    @property
+    def D_q(self) -> np.ndarray:
+        """d EIDAmb / d q (nv, nv): columns [z_H (6), s] (fixed base: s)."""
+        return self.D[:, :self.D.shape[0]]
+
+    @property
+    def D_nu(self) -> np.ndarray:
+        """d EIDAmb / d nu (nv, nv): columns [v (6), r] (fixed base: r)."""
+        return self.D[:, self.D.shape[0]:]
+
+    def __repr__(self):
+        return f"<Linearization A{self.A.shape} B{self.B.shape}{'' if self.dt is None else f' dt={self.dt}'}>"
+
+
+@njit
+def linearize_state(m, d, q, vel, tau, A, B, dt, Ad, Bd):
+    """The linearization pipeline at one state; with dt > 0 also Ad, Bd. Returns 0, BAD_INPUT
+    (nothing computed), k > 0 / BASE_SINGULAR (M singular: immamb), or NOT_FINITE (a result
+    overflowed: see overflow.py)."""
+    if check_vectors(q, vel, tau, m.floating, QUATERNION_TOLERANCE) == 1:
+        return BAD_INPUT
+    nv, n, nu_dot, bias = m.nv, m.n, d.nu_dot, d.bias
+    off = nv - n
+    prepare(m, d, q, vel)
+    # bias h(q, nu) = EIDAmb at nu_dot = 0, then nu_dot = Minv (S tau - h) (consistent acceleration)
+    for i in range(nv):
+        nu_dot[i] = 0.0
+    set_base_acceleration(m, d, nu_dot)
+    eidamb(m, d, vel, nu_dot, True)
+    for i in range(off):
+        bias[i] = -d.f[0, i]
+    for k in range(1, m.nb):
+        bias[m.vidx[k]] = tau[k - 1] - d.tau_id[m.vidx[k]]
+    status = immamb(m, d)
+    if status != 0:
+        return status
+    Minv = d.Minv
+    for i in range(nv):
+        acc = 0.0
+        for c in range(nv):
+            acc += Minv[i, c] * bias[c]
+        nu_dot[i] = acc
+    # EIDAmb at the consistent acceleration, then its derivatives (Tables 4.2-4.5)
+    set_base_acceleration(m, d, nu_dot)
+    eidamb(m, d, vel, nu_dot, False)
+    eidamb_derivatives(m, d)
+    # A = [[-ad(v) (+) 0, I], [-Minv D]], B = [[0], [Minv S]]  (3.53)
+    nx = 2 * nv
+    for i in range(nv):
+        for c in range(nx):
+            A[i, c] = 0.0
+        A[i, nv + i] = 1.0
+        for c in range(n):
+            B[i, c] = 0.0
+    total = 0.0                     # a sum of every result: not finite iff one overflowed
+    if m.floating:
+        e = d.t6[1]
+        for c in range(6):
+            for i in range(6):
+                e[i] = 1.0 if i == c else 0.0
+            cross_m(vel[0:6], e, A[0:6, c], -1.0)                    # d/dt z_H = -ad(v) z_H + z_v
+            for i in range(6):
+                total += A[i, c]
+    AL = A[nv:]
+    np.dot(Minv, d.D, AL)                                            # BLAS: -Minv D, in place
+    for i in range(nv):
+        Ai = AL[i]
+        for c in range(nx):
+            Ai[c] = -Ai[c]
+            total += Ai[c]
+        for c in range(n):
+            B[nv + i, c] = Minv[i, off + c]
+            total += B[nv + i, c]
+        total += nu_dot[i]
+    if not math.isfinite(total):
+        return NOT_FINITE
+    if dt > 0.0:
+        if m.floating:
+            xi = d.t6[2]
+            for i in range(6):
+                xi[i] = dt * (vel[i] + dt * nu_dot[i])               # dt v+, v+ = v + dt v_dot
+            se3_step_jacobians(xi, d.E6, d.J6, d.M3)
+        discrete_step(A, B, dt, off, d.E6, d.J6, Ad, Bd)
+        for i in range(nx):
+            for c in range(nx):
+                total += Ad[i, c]
+        if not math.isfinite(total):
+            return NOT_FINITE
+    return 0
+
+
+@njit
+def linearize_entry(ib, fb, q, vel, tau, A, B, dt, Ad, Bd):
+    m, d, _ = views(ib, fb)
+    return linearize_state(m, d, q, vel, tau, A, B, dt, Ad, Bd)
+
+
+def _out_arrays(out, shape_A, shape_B):
+    if out is None:
+        return np.empty(shape_A), np.empty(shape_B)
+    try:
+        A, B = out
+    except (TypeError, ValueError):
+        raise ValueError("out must be a pair (A, B) of float64 arrays") from None
+    for name, X, shape in (("A", A, shape_A), ("B", B, shape_B)):
+        if (not isinstance(X, np.ndarray) or X.shape != shape or X.dtype != np.float64
+                or not X.flags.c_contiguous or not X.flags.writeable):
+            raise ValueError(f"out: {name} must be a writeable C-contiguous float64 array of shape "
+                             f"{shape}")
+    if np.shares_memory(A, B):
+        raise ValueError("out: A and B must not overlap")
+    return A, B
+
+
+def status_error(model, d, status, q, v, tau, A, B) -> ValueError:
+    """The ValueError for a non-zero status of linearize_state."""
+    if status == BAD_INPUT:
+        return input_error(model, q, v, tau)
+    if status == NOT_FINITE:
+        return overflow_error(model, d, q, v, tau, A, B)
+    return singular_mass_matrix_error(model, status)
+
+
+def linearize(model, state, tau, *, data=None, out=None, dt=None) -> Linearization:
+    """A and B of the continuous-time dynamics at (state, tau); see the module docstring.
+
+    data: an sl.Data(model) to reuse (no allocation at all); the returned Linearization's arrays
+    (A, B, nu_dot, Minv, D, Ad, Bd) are then views into it, overwritten by its next use. Without it, fresh arrays are returned
+    (each thread then uses a Data of its own). out: (A, B) arrays to write into. dt: also the
+    discrete-time Ad, Bd of the semi-implicit Euler step (discrete.py)."""
+    if not _is_vector(tau, model.nj):
+        tau = as_vector("tau", tau, model.nj)
+    check_state(model, state)
+    if dt is not None:
+        dt = check_dt(dt)
+    d = get_data(model, data)
+    if out is None and data is not None:
+        A, B = d.A, d.B
+    else:
+        A, B = _out_arrays(out, (2 * d.nv, 2 * d.nv), (2 * d.nv, d.nj))
+    if dt is None:
+        Ad, Bd, dtv = A, B, 0.0
+    elif data is not None:
+        Ad, Bd, dtv = d.Ad, d.Bd, dt
+    else:
+        Ad, Bd, dtv = np.empty(A.shape), np.empty(B.shape), dt
+    d._busy = True
+    try:
+        if d.custom:
+            fill_custom(d, state.s)
+        status = linearize_entry(d.ib, d.fb, state.q, state.v, tau, A, B, dtv, Ad, Bd)
+        if status != 0:
+            raise status_error(model, d, status, state.q, state.v, tau, A, B)
+        if data is not None:
+            lin = Linearization(A, B, d.nu_dot, d.Minv, d.D)
+        else:
+            lin = Linearization(A, B, d.nu_dot.copy(), d.Minv.copy(), d.D.copy())
+    finally:
+        d._busy = False
+    if dt is not None:
+        lin.dt, lin.Ad, lin.Bd = dt, Ad, Bd
+    return lin

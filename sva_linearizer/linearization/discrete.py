@@ -1,0 +1,194 @@
+"""Discrete time: the semi-implicit (symplectic) Euler step on the Lie group,
+
+    nu+ = nu + dt FD(q, nu, tau),   H+ = H exp(dt v+^),   s+ = s + dt r+,
+
+linearized exactly in the perturbation coordinates of the continuous A, B (z = [z_H, z_s, z_v,
+z_r]): with Vq = dt A_nu,q, Vn = I + dt A_nu,nu, Vb = dt B_nu, E = diag(exp(-ad(dt v+)), I) and
+J = diag(Jr(dt v+), I) (Jr the right Jacobian of SE(3): exp(xi + e) = exp(xi) exp(Jr(xi) e)),
+
+    Ad = [[E + dt J Vq, dt J Vn], [Vq, Vn]],   Bd = [[dt J Vb], [Vb]].
+
+E and Jr come in closed form (Barfoot, State Estimation for Robotics, 2017, eqs. 7.83-7.86, in the
+linear-angular order used here), by their Taylor series below 1 rad where the closed forms cancel.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._jit import njit
+
+
+@njit(inline="always")
+def _coefficients(th):
+    """s1 = sin/th, a = (1 - cos)/th^2, b = (th - sin)/th^3, c2 = (th^2 + 2 cos - 2)/(2 th^4),
+    c3 = (2 th - 3 sin + th cos)/(2 th^5), by their series for th < 1."""
+    if th >= 1.0:
+        sn, cs = math.sin(th), math.cos(th)
+        t2 = th * th
+        return (sn / th, (1.0 - cs) / t2, (th - sn) / (t2 * th), (t2 + 2.0 * cs - 2.0) / (2.0 * t2 * t2),
+                (2.0 * th - 3.0 * sn + th * cs) / (2.0 * t2 * t2 * th))
+    t = th * th
+    s1 = a = b = c2 = c3 = 0.0
+    pw = 1.0
+    f1 = 1.0        # 1/(2k+1)!, k = 0
+    for k in range(12):
+        f2 = f1 / (2 * k + 2)           # 1/(2k+2)!
+        f3 = f2 / (2 * k + 3)           # 1/(2k+3)!
+        f4 = f3 / (2 * k + 4)           # 1/(2k+4)!
+        f5 = f4 / (2 * k + 5)           # 1/(2k+5)!
+        s1 += pw * f1
+        a += pw * f2
+        b += pw * f3
+        c2 += pw * f4
+        c3 += pw * 0.5 * (f4 - 3.0 * f5)
+        pw *= -t
+        f1 = f3
+    return s1, a, b, c2, c3
+
+
+@njit(inline="always")
+def _mm3(X, Y, out):
+    for i in range(3):
+        for c in range(3):
+            out[i, c] = X[i, 0] * Y[0, c] + X[i, 1] * Y[1, c] + X[i, 2] * Y[2, c]
+
+
+@njit(inline="always")
+def _skew(x, out):
+    out[0, 0], out[0, 1], out[0, 2] = 0.0, -x[2], x[1]
+    out[1, 0], out[1, 1], out[1, 2] = x[2], 0.0, -x[0]
+    out[2, 0], out[2, 1], out[2, 2] = -x[1], x[0], 0.0
+
+
+@njit
+def se3_step_jacobians(xi, E, J, M3):
+    """E = exp(-ad xi) = Ad_exp(-xi) and J = Jr(xi) = Jl(-xi) = sum_k (-ad xi)^k / (k+1)!, both 6x6,
+    for a twist xi = [rho; phi]. M3: (>= 10, 3, 3) scratch."""
+    W, P, WW, WP, PW, WPW, WWP, PWW, WPWW, WWPW = (M3[0], M3[1], M3[2], M3[3], M3[4], M3[5], M3[6],
+                                                   M3[7], M3[8], M3[9])
+    _skew(xi[3:6], W)
+    _skew(xi[0:3], P)
+    th = math.sqrt(xi[3] * xi[3] + xi[4] * xi[4] + xi[5] * xi[5])
+    s1, a, b, c2, c3 = _coefficients(th)
+    _mm3(W, W, WW)
+    _mm3(W, P, WP)
+    _mm3(P, W, PW)
+    _mm3(WP, W, WPW)
+    _mm3(W, WP, WWP)
+    _mm3(PW, W, PWW)
+    _mm3(WPW, W, WPWW)
+    _mm3(W, WPW, WWPW)
+    for i in range(3):
+        for c in range(3):
+            d = 1.0 if i == c else 0.0
+            jl = d - a * W[i, c] + b * WW[i, c]                 # Jl(-phi), SO(3)
+            R = d - s1 * W[i, c] + a * WW[i, c]                 # exp(-phi^)
+            Q = (-0.5 * P[i, c] + b * (WP[i, c] + PW[i, c] - WPW[i, c])
+                 + c2 * (3.0 * WPW[i, c] - WWP[i, c] - PWW[i, c])
+                 + c3 * (WPWW[i, c] + WWPW[i, c]))              # Barfoot's Q(-rho, -phi)
+            J[i, c] = J[i + 3, c + 3] = jl
+            J[i, c + 3] = Q
+            J[i + 3, c] = 0.0
+            E[i, c] = E[i + 3, c + 3] = R
+            E[i + 3, c] = 0.0
+    p0 = -(J[0, 0] * xi[0] + J[0, 1] * xi[1] + J[0, 2] * xi[2])  # translation of exp(-xi)
+    p1 = -(J[1, 0] * xi[0] + J[1, 1] * xi[1] + J[1, 2] * xi[2])
+    p2 = -(J[2, 0] * xi[0] + J[2, 1] * xi[1] + J[2, 2] * xi[2])
+    for c in range(3):                                          # E's upper-right block p^ R
+        R0, R1, R2 = E[0, c], E[1, c], E[2, c]
+        E[0, c + 3] = p1 * R2 - p2 * R1
+        E[1, c + 3] = p2 * R0 - p0 * R2
+        E[2, c + 3] = p0 * R1 - p1 * R0
+
+
+@njit
+def discrete_step(A, B, dt, nb6, E, J, Ad, Bd):
+    """Ad, Bd (module docstring) from the continuous A, B. nb6 = 6 for a floating base, with E, J
+    the base blocks (se3_step_jacobians at dt v+); 0 for a fixed base (E = J = I)."""
+    nv = A.shape[0] // 2
+    nw = B.shape[1]
+    for i in range(nv):                                         # the velocity rows: Vq, Vn, Vb
+        Ai, Adi = A[nv + i], Ad[nv + i]
+        for c in range(2 * nv):
+            Adi[c] = dt * Ai[c]
+        Adi[nv + i] += 1.0
+        for c in range(nw):
+            Bd[nv + i, c] = dt * B[nv + i, c]
+    for i in range(nb6, nv):                                    # joint rows: s+ = s + dt r+
+        Vi, Adi = Ad[nv + i], Ad[i]
+        for c in range(2 * nv):
+            Adi[c] = dt * Vi[c]
+        Adi[i] += 1.0
+        for c in range(nw):
+            Bd[i, c] = dt * Bd[nv + i, c]
+    for i in range(nb6):                                        # base rows: E z_H + dt Jr z_v+
+        Adi, Bdi = Ad[i], Bd[i]
+        for c in range(2 * nv):
+            acc = 0.0
+            for r in range(6):
+                acc += J[i, r] * Ad[nv + r, c]
+            Adi[c] = dt * acc
+        for c in range(6):
+            Adi[c] += E[i, c]
+        for c in range(nw):
+            acc = 0.0
+            for r in range(6):
+                acc += J[i, r] * Bd[nv + r, c]
+            Bdi[c] = dt * acc
+
+
+def check_dt(dt) -> float:
+    """dt as a positive finite float, or a ValueError."""
+    if isinstance(dt, bool):
+        raise ValueError(f"dt must be a positive number of seconds, got {dt!r}")
+    try:
+        dt = float(dt)
+    except (TypeError, ValueError):
+        raise ValueError(f"dt must be a positive number of seconds, got {dt!r}") from None
+    if not (math.isfinite(dt) and dt > 0):
+        raise ValueError(f"dt must be a positive finite number of seconds, got {dt}")
+    return dt
+
+
+def discretize(A, B, dt, v_plus=None) -> tuple[np.ndarray, np.ndarray]:
+    """Ad, Bd of the semi-implicit Euler step (module docstring) from continuous A (..., 2nv, 2nv)
+    and B (..., 2nv, nw), for one state or a batch (leading axes). v_plus: the base twist after
+    the velocity update, v + dt v_dot, (..., 6): required for a floating base (an A whose z_H block
+    -ad(v) is not zero without it is refused); None for a fixed base."""
+    dt = check_dt(dt)
+    A = np.asarray(A, dtype=float)
+    B = np.asarray(B, dtype=float)
+    if A.ndim < 2 or A.shape[-1] != A.shape[-2] or A.shape[-1] % 2:
+        raise ValueError(f"discretize: A must be (..., 2nv, 2nv), got shape {A.shape}")
+    if B.shape[:-1] != A.shape[:-1]:
+        raise ValueError(f"discretize: B must be (..., {A.shape[-1]}, nw) beside A {A.shape}, got "
+                         f"shape {B.shape}")
+    lead = A.shape[:-2]
+    if v_plus is None:
+        nv = A.shape[-1] // 2
+        if np.any(A[..., :nv, :nv] != 0.0):
+            raise ValueError("discretize: A has a non-zero z_q block (-ad(v) of a floating base): "
+                             "pass v_plus, the base twist after the velocity update")
+    else:
+        v_plus = np.asarray(v_plus, dtype=float)
+        if v_plus.shape != lead + (6,):
+            raise ValueError(f"discretize: v_plus must have shape {lead + (6,)}, got {v_plus.shape}")
+        if A.shape[-1] < 12:
+            raise ValueError("discretize: v_plus is for a floating base (2nv >= 12)")
+    if not (np.all(np.isfinite(A)) and np.all(np.isfinite(B))
+            and (v_plus is None or np.all(np.isfinite(v_plus)))):
+        raise ValueError("discretize: A, B and v_plus must be finite")
+    Ad, Bd = np.empty(A.shape), np.empty(B.shape)
+    E, J, M3 = np.eye(6), np.eye(6), np.zeros((10, 3, 3))
+    A2 = A.reshape((-1,) + A.shape[-2:])
+    B2 = B.reshape((-1,) + B.shape[-2:])
+    Ad2, Bd2 = Ad.reshape(A2.shape), Bd.reshape(B2.shape)
+    V2 = None if v_plus is None else v_plus.reshape(-1, 6)
+    for i in range(A2.shape[0]):
+        if V2 is not None:
+            se3_step_jacobians(np.ascontiguousarray(dt * V2[i]), E, J, M3)
+        discrete_step(np.ascontiguousarray(A2[i]), np.ascontiguousarray(B2[i]), dt,
+                      0 if V2 is None else 6, E, J, Ad2[i], Bd2[i])
+    return Ad, Bd

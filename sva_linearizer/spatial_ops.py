@@ -1,0 +1,232 @@
+"""Compiled spatial algebra: 6-vector and 6x6 products written out as straight-line code, for the
+algorithms' inner loops (numba inlines them; passing array views to a non-inlined call costs more
+than the arithmetic). Linear-angular order; the same operations as :mod:`sva_linearizer.spatial`
+(which builds matrices, for model building and tests):
+
+    mv, mv_add       X x, X x added                       (6x6 times 6-vector)
+    cross_m          v x u   (motion cross product, thesis 2.33)
+    cross_f          v x* h  (force cross product, 2.42); as a function of v, B(h) v = v x-bar* h
+    xt_add           X^T f   (a force from the child's frame to the parent's)
+    congruence_add   X^T M X (an inertia from the child's frame to the parent's)
+    inv_spd6         (M)^-1 of a symmetric positive-definite 6x6
+    quat_to_rot      R of a quaternion (x, y, z, w)
+
+No allocation; outputs may alias inputs only where a docstring says so.
+"""
+import numpy as np
+
+from ._jit import njit
+
+@njit(inline="always")
+def mv(X, x, out):
+    """out = X x (6x6 times 6); out must not alias x."""
+    x0, x1, x2, x3, x4, x5 = x[0], x[1], x[2], x[3], x[4], x[5]
+    for i in range(6):
+        out[i] = (X[i, 0] * x0 + X[i, 1] * x1 + X[i, 2] * x2 + X[i, 3] * x3 + X[i, 4] * x4
+                  + X[i, 5] * x5)
+
+
+@njit(inline="always")
+def mv_add(X, x, out):
+    """out += X x."""
+    x0, x1, x2, x3, x4, x5 = x[0], x[1], x[2], x[3], x[4], x[5]
+    for i in range(6):
+        out[i] += (X[i, 0] * x0 + X[i, 1] * x1 + X[i, 2] * x2 + X[i, 3] * x3 + X[i, 4] * x4
+                   + X[i, 5] * x5)
+
+
+@njit(inline="always")
+def add6(out, o0, o1, o2, o3, o4, o5):
+    """out += (o0, ..., o5) for a 6-vector out."""
+    out[0] += o0
+    out[1] += o1
+    out[2] += o2
+    out[3] += o3
+    out[4] += o4
+    out[5] += o5
+
+
+@njit(inline="always")
+def dot6(a, b):
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3] + a[4] * b[4] + a[5] * b[5]
+
+
+@njit(inline="always")
+def cross_m(v, u, out, sign):
+    """out (+)= sign * (v x u) for motions, v x = [[w^, v^], [0, w^]] (2.33). Alias-safe."""
+    l0, l1, l2, w0, w1, w2 = v[0], v[1], v[2], v[3], v[4], v[5]
+    u0, u1, u2, u3, u4, u5 = u[0], u[1], u[2], u[3], u[4], u[5]
+    o0 = w1 * u2 - w2 * u1 + l1 * u5 - l2 * u4
+    o1 = w2 * u0 - w0 * u2 + l2 * u3 - l0 * u5
+    o2 = w0 * u1 - w1 * u0 + l0 * u4 - l1 * u3
+    o3 = w1 * u5 - w2 * u4
+    o4 = w2 * u3 - w0 * u5
+    o5 = w0 * u4 - w1 * u3
+    add6(out, sign * o0, sign * o1, sign * o2, sign * o3, sign * o4, sign * o5)
+
+
+@njit(inline="always")
+def cross_f(v, h, out):
+    """out += v x* h for a motion v and a force h, v x* = -(v x)^T = [[w^, 0], [v^, w^]] (2.42).
+    As a function of v this is the thesis's B(h) v = v x-bar* h. Alias-safe."""
+    l0, l1, l2, w0, w1, w2 = v[0], v[1], v[2], v[3], v[4], v[5]
+    f0, f1, f2, n0, n1, n2 = h[0], h[1], h[2], h[3], h[4], h[5]
+    o0 = w1 * f2 - w2 * f1
+    o1 = w2 * f0 - w0 * f2
+    o2 = w0 * f1 - w1 * f0
+    o3 = w1 * n2 - w2 * n1 + l1 * f2 - l2 * f1
+    o4 = w2 * n0 - w0 * n2 + l2 * f0 - l0 * f2
+    o5 = w0 * n1 - w1 * n0 + l0 * f1 - l1 * f0
+    add6(out, o0, o1, o2, o3, o4, o5)
+
+
+@njit(inline="always")
+def xblocks(X):
+    """The 3x3 blocks E, F of a spatial transform X = [[E, F], [0, E]], row by row, as 18 scalars
+    (held in locals by the callers: the compiler cannot tell that their stores leave X unchanged)."""
+    return (X[0, 0], X[0, 1], X[0, 2], X[1, 0], X[1, 1], X[1, 2], X[2, 0], X[2, 1], X[2, 2],
+            X[0, 3], X[0, 4], X[0, 5], X[1, 3], X[1, 4], X[1, 5], X[2, 3], X[2, 4], X[2, 5])
+
+
+@njit(inline="always")
+def xt6(blocks, y0, y1, y2, y3, y4, y5):
+    """X^T y for X = [[E, F], [0, E]] given as xblocks(X): [E^T y_f; F^T y_f + E^T y_n]."""
+    (e00, e01, e02, e10, e11, e12, e20, e21, e22,
+     f00, f01, f02, f10, f11, f12, f20, f21, f22) = blocks
+    return (e00 * y0 + e10 * y1 + e20 * y2,
+            e01 * y0 + e11 * y1 + e21 * y2,
+            e02 * y0 + e12 * y1 + e22 * y2,
+            f00 * y0 + f10 * y1 + f20 * y2 + e00 * y3 + e10 * y4 + e20 * y5,
+            f01 * y0 + f11 * y1 + f21 * y2 + e01 * y3 + e11 * y4 + e21 * y5,
+            f02 * y0 + f12 * y1 + f22 * y2 + e02 * y3 + e12 * y4 + e22 * y5)
+
+
+@njit(inline="always")
+def xt_add(X, x, out):
+    """out += X^T x for a spatial transform X = [[E, F], [0, E]] (a force taken from the child's
+    to the parent's frame); out must not alias x."""
+    r0, r1, r2, r3, r4, r5 = xt6(xblocks(X), x[0], x[1], x[2], x[3], x[4], x[5])
+    add6(out, r0, r1, r2, r3, r4, r5)
+
+
+@njit(inline="always")
+def _rot_sym_add(blocks, s00, s01, s02, s11, s12, s22, out, r):
+    """out[r:r+3, r:r+3] += E^T S E for a symmetric 3x3 S (E from xblocks)."""
+    (e00, e01, e02, e10, e11, e12, e20, e21, e22) = blocks[0:9]
+    p00 = s00 * e00 + s01 * e10 + s02 * e20       # P = S E
+    p01 = s00 * e01 + s01 * e11 + s02 * e21
+    p02 = s00 * e02 + s01 * e12 + s02 * e22
+    p10 = s01 * e00 + s11 * e10 + s12 * e20
+    p11 = s01 * e01 + s11 * e11 + s12 * e21
+    p12 = s01 * e02 + s11 * e12 + s12 * e22
+    p20 = s02 * e00 + s12 * e10 + s22 * e20
+    p21 = s02 * e01 + s12 * e11 + s22 * e21
+    p22 = s02 * e02 + s12 * e12 + s22 * e22
+    q01 = e00 * p01 + e10 * p11 + e20 * p21       # E^T P, upper triangle
+    q02 = e00 * p02 + e10 * p12 + e20 * p22
+    q12 = e01 * p02 + e11 * p12 + e21 * p22
+    out[r, r] += e00 * p00 + e10 * p10 + e20 * p20
+    out[r + 1, r + 1] += e01 * p01 + e11 * p11 + e21 * p21
+    out[r + 2, r + 2] += e02 * p02 + e12 * p12 + e22 * p22
+    out[r, r + 1] += q01
+    out[r + 1, r] += q01
+    out[r, r + 2] += q02
+    out[r + 2, r] += q02
+    out[r + 1, r + 2] += q12
+    out[r + 2, r + 1] += q12
+
+
+@njit(inline="always")
+def congruence_add(X, M, out):
+    """out += X^T M X for a spatial transform X and a symmetric M (out stays exactly symmetric).
+    X = [[E, o^ E], [0, E]] = [[1, o^], [0, 1]] blkdiag(E, E): a shift by o, then a rotation of the
+    three distinct 3x3 blocks: about 60% of the arithmetic of the plain product."""
+    blocks = xblocks(X)
+    (e00, e01, e02, e10, e11, e12, e20, e21, e22) = blocks[0:9]
+    o0 = X[2, 3] * e10 + X[2, 4] * e11 + X[2, 5] * e12          # o^ = F E^T
+    o1 = X[0, 3] * e20 + X[0, 4] * e21 + X[0, 5] * e22
+    o2 = X[1, 3] * e00 + X[1, 4] * e01 + X[1, 5] * e02
+    a00, a01, a02, a11, a12, a22 = M[0, 0], M[0, 1], M[0, 2], M[1, 1], M[1, 2], M[2, 2]
+    c00, c01, c02, c11, c12, c22 = M[3, 3], M[3, 4], M[3, 5], M[4, 4], M[4, 5], M[5, 5]
+    m00, m01, m02 = M[0, 3], M[0, 4], M[0, 5]                  # the off-diagonal block
+    m10, m11, m12 = M[1, 3], M[1, 4], M[1, 5]
+    m20, m21, m22 = M[2, 3], M[2, 4], M[2, 5]
+    # shift: [[A, B], [B^T, C]] -> [[A, B'], [B'^T, C']], B' = B + A o^, C' = C + B^T o^ - o^ B'
+    b00, b01, b02 = m00 + a01 * o2 - a02 * o1, m01 + a02 * o0 - a00 * o2, m02 + a00 * o1 - a01 * o0
+    b10, b11, b12 = m10 + a11 * o2 - a12 * o1, m11 + a12 * o0 - a01 * o2, m12 + a01 * o1 - a11 * o0
+    b20, b21, b22 = m20 + a12 * o2 - a22 * o1, m21 + a22 * o0 - a02 * o2, m22 + a02 * o1 - a12 * o0
+    c00 += m10 * o2 - m20 * o1 + o2 * b10 - o1 * b20
+    c01 += m20 * o0 - m00 * o2 + o2 * b11 - o1 * b21
+    c02 += m00 * o1 - m10 * o0 + o2 * b12 - o1 * b22
+    c11 += m21 * o0 - m01 * o2 + o0 * b21 - o2 * b01
+    c12 += m01 * o1 - m11 * o0 + o0 * b22 - o2 * b02
+    c22 += m02 * o1 - m12 * o0 + o1 * b02 - o0 * b12
+    # rotation by blkdiag(E, E)
+    _rot_sym_add(blocks, a00, a01, a02, a11, a12, a22, out, 0)
+    _rot_sym_add(blocks, c00, c01, c02, c11, c12, c22, out, 3)
+    p00, p01, p02 = b00 * e00 + b01 * e10 + b02 * e20, b00 * e01 + b01 * e11 + b02 * e21, \
+        b00 * e02 + b01 * e12 + b02 * e22                       # P = B' E
+    p10, p11, p12 = b10 * e00 + b11 * e10 + b12 * e20, b10 * e01 + b11 * e11 + b12 * e21, \
+        b10 * e02 + b11 * e12 + b12 * e22
+    p20, p21, p22 = b20 * e00 + b21 * e10 + b22 * e20, b20 * e01 + b21 * e11 + b22 * e21, \
+        b20 * e02 + b21 * e12 + b22 * e22
+    for i in range(3):                                          # E^T P, and its transpose
+        x0, x1, x2 = X[0, i], X[1, i], X[2, i]
+        q0 = x0 * p00 + x1 * p10 + x2 * p20
+        q1 = x0 * p01 + x1 * p11 + x2 * p21
+        q2 = x0 * p02 + x1 * p12 + x2 * p22
+        out[i, 3] += q0
+        out[i, 4] += q1
+        out[i, 5] += q2
+        out[3, i] += q0
+        out[4, i] += q1
+        out[5, i] += q2
+
+
+@njit(inline="always")
+def inv_spd6(A, out, T):
+    """out = A^-1 for a symmetric positive-definite 6x6 A (Cholesky); T is 6x6 scratch.
+    Returns False if A is not numerically positive definite."""
+    scale = 0.0
+    for i in range(6):
+        scale = max(scale, abs(A[i, i]))
+    for i in range(6):                      # A = L L^T, L in the lower triangle of T
+        for c in range(i + 1):
+            acc = A[i, c]
+            for m in range(c):
+                acc -= T[i, m] * T[c, m]
+            if i == c:
+                if not acc > 1e-12 * scale:
+                    return False
+                T[i, i] = np.sqrt(acc)
+            else:
+                T[i, c] = acc / T[c, c]
+    for c in range(6):                      # solve L L^T x = e_c, column by column
+        for i in range(6):                  # L y = e_c
+            acc = 1.0 if i == c else 0.0
+            for m in range(i):
+                acc -= T[i, m] * out[m, c]
+            out[i, c] = acc / T[i, i]
+        for i in range(5, -1, -1):          # L^T x = y
+            acc = out[i, c]
+            for m in range(i + 1, 6):
+                acc -= T[m, i] * out[m, c]
+            out[i, c] = acc / T[i, i]
+    return True
+
+
+@njit(inline="always")
+def quat_to_rot(quat, R):
+    """Rotation matrix of the quaternion (x, y, z, w) normalised (exact for a unit quaternion)."""
+    x, y, z, w = quat[0], quat[1], quat[2], quat[3]
+    t = 2.0 / (x * x + y * y + z * z + w * w)
+    R[0, 0] = 1 - t * (y * y + z * z)
+    R[0, 1] = t * (x * y - z * w)
+    R[0, 2] = t * (x * z + y * w)
+    R[1, 0] = t * (x * y + z * w)
+    R[1, 1] = 1 - t * (x * x + z * z)
+    R[1, 2] = t * (y * z - x * w)
+    R[2, 0] = t * (x * z - y * w)
+    R[2, 1] = t * (y * z + x * w)
+    R[2, 2] = 1 - t * (x * x + y * y)
+
