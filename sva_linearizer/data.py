@@ -177,7 +177,6 @@ class Data:
         self._arrays = arr
         self.model_name = model.name
         n = model.nj
-        nb = n + 1
         self.nj, self.nv, self.floating_base = n, model.nv, model.floating_base
         self.custom = tuple((j, model.bodies[j].joint, model.joint_names[j]) for j in arr.custom)
         nfloat = buffer_sizes(n, model.floating_base, 0)[1]

@@ -3,6 +3,14 @@ articulated-body algorithm, with zero external wrenches (Assumption 2.3)."""
 from __future__ import annotations
 
 import numpy as np
+from typing import TYPE_CHECKING
+
+from numpy.typing import ArrayLike
+
+if TYPE_CHECKING:
+    from ..data import Data
+    from ..model import Model
+    from ..state import State
 
 from .._jit import njit
 from ..data import views
@@ -75,7 +83,7 @@ def abamb_entry(ib, fb, q, vel, tau):
     return abamb(m, d, vel, tau)
 
 
-def forward_dynamics(model, state, tau, data=None) -> np.ndarray:
+def forward_dynamics(model: Model, state: State, tau: ArrayLike, data: Data | None = None) -> np.ndarray:
     """ABAmb / ABA: nu_dot = [v_dot (body frame, 6); r_ddot] (floating) or r_ddot (fixed)."""
     tau = as_vector("tau", tau, model.nj)
     d = setup(model, state, data)

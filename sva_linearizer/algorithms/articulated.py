@@ -4,6 +4,12 @@ inertia M^A_k is reduced by its joint and added to its parent's."""
 from __future__ import annotations
 
 import numpy as np
+from typing import TYPE_CHECKING
+
+from numpy.typing import ArrayLike
+
+if TYPE_CHECKING:
+    from ..model import Model
 
 from .._jit import njit
 from ..data import views
@@ -69,7 +75,7 @@ def pivots_entry(ib, fb, q, vel):
     return 0
 
 
-def articulated_pivots(model, s) -> tuple[np.ndarray, float]:
+def articulated_pivots(model: Model, s: ArrayLike) -> tuple[np.ndarray, float]:
     """(D_k for every joint, smallest |eigenvalue| of the base's articulated inertia) at joint
     positions s (Model.validate's check that M is not singular everywhere). A ValueError names the
     first joint whose transform or articulated inertia is not finite (absurd sizes in a model)."""

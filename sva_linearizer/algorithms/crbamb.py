@@ -3,6 +3,13 @@ composite inertias."""
 from __future__ import annotations
 
 import numpy as np
+from typing import TYPE_CHECKING
+
+
+if TYPE_CHECKING:
+    from ..data import Data
+    from ..model import Model
+    from ..state import State
 
 from .._jit import njit
 from ..data import views
@@ -55,7 +62,7 @@ def crbamb_entry(ib, fb, q, vel, M):
     return 0
 
 
-def mass_matrix(model, state, data=None) -> np.ndarray:
+def mass_matrix(model: Model, state: State, data: Data | None = None) -> np.ndarray:
     """CRBAmb / CRBA: the joint-space mass matrix M (nv x nv)."""
     d = setup(model, state, data)
     M = np.zeros((model.nv, model.nv))

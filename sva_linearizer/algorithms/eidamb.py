@@ -4,6 +4,14 @@ scheme with the base as a 6-DoF 'joint'. EIDA (fixed base) is the same with v_0 
 from __future__ import annotations
 
 import numpy as np
+from typing import TYPE_CHECKING
+
+from numpy.typing import ArrayLike
+
+if TYPE_CHECKING:
+    from ..data import Data
+    from ..model import Model
+    from ..state import State
 
 from .._jit import njit
 from ..data import views
@@ -73,7 +81,7 @@ def eidamb_entry(ib, fb, q, vel, nu_dot):
     return 0
 
 
-def run_eidamb(model, state, nu_dot, data=None):
+def run_eidamb(model: Model, state: State, nu_dot: ArrayLike, data: Data | None = None) -> Data:
     """The Data after kinematics and EIDAmb at (state, nu_dot)."""
     nu_dot = as_vector("nu_dot", nu_dot, model.nv)
     d = setup(model, state, data)
@@ -83,7 +91,8 @@ def run_eidamb(model, state, nu_dot, data=None):
     return d
 
 
-def extended_inverse_dynamics(model, state, nu_dot, data=None) -> np.ndarray:
+def extended_inverse_dynamics(model: Model, state: State, nu_dot: ArrayLike,
+                              data: Data | None = None) -> np.ndarray:
     """EIDAmb (Table 4.1): [tau_b (6); tau] = M nu_dot + h (floating base), tau (fixed base).
 
     tau_b is the wrench the base would need (zero when nu_dot is consistent with tau)."""

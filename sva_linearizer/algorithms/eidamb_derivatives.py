@@ -16,6 +16,14 @@ Comments tag IDSVA's line numbers; EIDAmb's own lines are tagged # T4.1:n in eid
 from __future__ import annotations
 
 import numpy as np
+from typing import TYPE_CHECKING
+
+from numpy.typing import ArrayLike
+
+if TYPE_CHECKING:
+    from ..data import Data
+    from ..model import Model
+    from ..state import State
 
 from .._jit import njit
 from ..data import views
@@ -186,8 +194,9 @@ def eidamb_derivatives_entry(ib, fb):
     return 0
 
 
-def extended_inverse_dynamics_derivatives(model, state, nu_dot, base_velocity_frame="body",
-                                          data=None) -> tuple[np.ndarray, np.ndarray]:
+def extended_inverse_dynamics_derivatives(model: Model, state: State, nu_dot: ArrayLike,
+                                          base_velocity_frame: str = "body",
+                                          data: Data | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Derivatives of EIDAmb (Tables 4.2-4.5) at (state, nu_dot): (D_q, D_nu), each nv x nv.
 
     D_q columns: [z_H (6, left-trivialized: H -> H exp(z^)), s]; D_nu columns: [v (6), r].

@@ -3,6 +3,13 @@ M^-1 in O(N^2) without forming M, on the articulated-body sweep (articulated.py)
 from __future__ import annotations
 
 import numpy as np
+from typing import TYPE_CHECKING
+
+
+if TYPE_CHECKING:
+    from ..data import Data
+    from ..model import Model
+    from ..state import State
 
 from .._jit import njit
 from ..data import views
@@ -150,7 +157,8 @@ def immamb_entry(ib, fb, q, vel):
     return immamb(m, d)
 
 
-def inverse_mass_matrix(model, state, out=None, data=None) -> np.ndarray:
+def inverse_mass_matrix(model: Model, state: State, out: np.ndarray | None = None,
+                        data: Data | None = None) -> np.ndarray:
     """IMMAmb (Table 4.7) / IMMA (Table 4.6): M^-1 (nv x nv) without forming M."""
     d = setup(model, state, data)
     status = immamb_entry(d.ib, d.fb, state.q, state.v)

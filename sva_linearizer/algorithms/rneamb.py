@@ -3,13 +3,22 @@ wrench, and the joint torques, for given joint accelerations (from EIDAmb and CR
 from __future__ import annotations
 
 import numpy as np
+from typing import TYPE_CHECKING
+
+from numpy.typing import ArrayLike
+
+if TYPE_CHECKING:
+    from ..data import Data
+    from ..model import Model
+    from ..state import State
 
 from ..state import as_vector
 from .crbamb import mass_matrix
 from .eidamb import extended_inverse_dynamics
 
 
-def rneamb(model, state, r_ddot, data=None) -> tuple[np.ndarray, np.ndarray]:
+def rneamb(model: Model, state: State, r_ddot: ArrayLike,
+           data: Data | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(v_dot, tau) for joint accelerations r_ddot; v_dot is empty for a fixed base."""
     r_ddot = as_vector("r_ddot", r_ddot, model.nj)
     if not model.floating_base:

@@ -17,6 +17,12 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+from typing import TYPE_CHECKING
+
+from numpy.typing import ArrayLike
+
+if TYPE_CHECKING:
+    from ..model import Model
 
 from .._jit import HAVE_NUMBA, njit
 from ..data import check_fits, get_data, views
@@ -86,7 +92,9 @@ def _batch_arrays(model, q_batch, v_batch, tau_batch):
     return Q, V, T
 
 
-def linearize_batch(model, q_batch, v_batch, tau_batch, *, dt=None, out=None):
+def linearize_batch(model: Model, q_batch: ArrayLike, v_batch: ArrayLike, tau_batch: ArrayLike, *,
+                    dt: float | None = None,
+                    out: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """A (N, 2nv, 2nv) and B (N, 2nv, nj) for N states given as flat vectors (rows), computed in
     compiled calls, in parallel over worker threads (module docstring). dt: return the discrete-time (Ad, Bd)
     instead (semi-implicit Euler, see linearize). out: the (A, B) (or (Ad, Bd)) to write into.

@@ -16,6 +16,14 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from typing import TYPE_CHECKING
+
+from numpy.typing import ArrayLike
+
+if TYPE_CHECKING:
+    from ..data import Data
+    from ..model import Model
+    from ..state import State
 
 from .._jit import njit
 from ..algorithms.common import BAD_INPUT, NOT_FINITE, check_state, singular_mass_matrix_error
@@ -164,7 +172,8 @@ def status_error(model, d, status, q, v, tau, A, B) -> ValueError:
     return singular_mass_matrix_error(model, status)
 
 
-def linearize(model, state, tau, *, data=None, out=None, dt=None) -> Linearization:
+def linearize(model: Model, state: State, tau: ArrayLike, *, data: Data | None = None,
+              out: tuple[np.ndarray, np.ndarray] | None = None, dt: float | None = None) -> Linearization:
     """A and B of the continuous-time dynamics at (state, tau); see the module docstring.
 
     data: an sl.Data(model) to reuse (no allocation at all); the returned Linearization's arrays

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._jit import njit
 
@@ -152,7 +153,8 @@ def check_dt(dt) -> float:
     return dt
 
 
-def discretize(A, B, dt, v_plus=None) -> tuple[np.ndarray, np.ndarray]:
+def discretize(A: ArrayLike, B: ArrayLike, dt: float,
+               v_plus: ArrayLike | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Ad, Bd of the semi-implicit Euler step (module docstring) from continuous A (..., 2nv, 2nv)
     and B (..., 2nv, nw), for one state or a batch (leading axes). v_plus: the base twist after
     the velocity update, v + dt v_dot, (..., 6): required for a floating base (an A whose z_H block
