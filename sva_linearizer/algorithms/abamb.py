@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 from .._jit import njit
 from ..data import views
 from ..spatial_ops import cross_f, cross_m, dot6, inv_spd6, mv, mv_add, xt_add
-from ..state import QUATERNION_TOLERANCE, as_vector, check_vectors, input_error
+from ..state import as_vector, input_error
 from .articulated import articulated_step, init_articulated, pivot_tolerance
 from .common import BAD_INPUT, BASE_SINGULAR, setup, singular_mass_matrix_error
 from .kinematics import prepare
@@ -75,9 +75,8 @@ def abamb(m, d, vel, tau):
 @njit
 def abamb_entry(ib, fb, q, vel, tau):
     m, d, _ = views(ib, fb)
-    if check_vectors(q, vel, tau, m.floating, QUATERNION_TOLERANCE) == 1:
+    if prepare(m, d, q, vel, tau) != 0:
         return BAD_INPUT
-    prepare(m, d, q, vel)
     for i in range(6):
         d.a[0, i] = d.g0[i]
     return abamb(m, d, vel, tau)

@@ -70,9 +70,10 @@ def pivots(m, d):
 @njit
 def pivots_entry(ib, fb, q, vel):
     m, d, _ = views(ib, fb)
-    prepare(m, d, q, vel)
-    pivots(m, d)
-    return 0
+    status = prepare(m, d, q, vel, q[0:0])
+    if status == 0:
+        pivots(m, d)
+    return status
 
 
 def articulated_pivots(model: Model, s: ArrayLike) -> tuple[np.ndarray, float]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from ..data import Data, get_data
 from ..state import State
-from .kinematics import fill_custom
 
 OK = 0
 BAD_INPUT = -2        # an input is not finite, or the base quaternion not of unit norm
@@ -24,6 +23,8 @@ def check_state(model, state) -> None:
 
 def setup(model, state, data=None) -> Data:
     """The Data a call runs on (see data.get_data), with custom joints' jcalc filled in."""
+    from .kinematics import fill_custom
+
     check_state(model, state)
     d = get_data(model, data)
     if d.custom:

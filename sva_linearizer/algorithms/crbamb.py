@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 from .._jit import njit
 from ..data import views
 from ..spatial_ops import congruence_add, dot6, mv, xt_add
-from ..state import QUATERNION_TOLERANCE, check_vectors, input_error
+from ..state import input_error
 from .common import BAD_INPUT, setup
 from .kinematics import prepare
 
@@ -55,9 +55,8 @@ def crbamb(m, d, M):
 @njit
 def crbamb_entry(ib, fb, q, vel, M):
     m, d, _ = views(ib, fb)
-    if check_vectors(q, vel, q[0:0], m.floating, QUATERNION_TOLERANCE) == 1:
+    if prepare(m, d, q, vel, q[0:0]) != 0:
         return BAD_INPUT
-    prepare(m, d, q, vel)
     crbamb(m, d, M)
     return 0
 

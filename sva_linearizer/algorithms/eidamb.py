@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 from .._jit import njit
 from ..data import views
 from ..spatial_ops import cross_f, cross_m, dot6, mv, xt_add
-from ..state import as_vector, check_vectors, QUATERNION_TOLERANCE
+from ..state import as_vector
 from .common import BAD_INPUT, setup
 from .kinematics import prepare
 
@@ -73,9 +73,8 @@ def set_base_acceleration(m, d, nu_dot):
 def eidamb_entry(ib, fb, q, vel, nu_dot):
     """Kinematics, then EIDAmb at nu_dot (the Python wrappers' compiled call). Returns a status."""
     m, d, _ = views(ib, fb)
-    if check_vectors(q, vel, nu_dot, m.floating, QUATERNION_TOLERANCE) == 1:
+    if prepare(m, d, q, vel, nu_dot) != 0:
         return BAD_INPUT
-    prepare(m, d, q, vel)
     set_base_acceleration(m, d, nu_dot)
     eidamb(m, d, vel, nu_dot, True)
     return 0

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 from .._jit import njit
 from ..data import views
 from ..spatial_ops import inv_spd6, xblocks, xt6, xt_add
-from ..state import QUATERNION_TOLERANCE, check_vectors, input_error
+from ..state import input_error
 from .articulated import articulated_step, init_articulated, pivot_tolerance
 from .common import BAD_INPUT, BASE_SINGULAR, setup, singular_mass_matrix_error
 from .kinematics import prepare
@@ -151,9 +151,8 @@ def immamb(m, d):
 @njit
 def immamb_entry(ib, fb, q, vel):
     m, d, _ = views(ib, fb)
-    if check_vectors(q, vel, q[0:0], m.floating, QUATERNION_TOLERANCE) == 1:
+    if prepare(m, d, q, vel, q[0:0]) != 0:
         return BAD_INPUT
-    prepare(m, d, q, vel)
     return immamb(m, d)
 
 

@@ -14,6 +14,8 @@ from .._jit import njit
 from ..joints import CUSTOM, HELICAL, PRISMATIC
 from ..spatial import crm
 from ..spatial_ops import quat_to_rot
+from ..state import QUATERNION_TOLERANCE, check_vectors
+from .common import BAD_INPUT
 
 
 @njit
@@ -94,9 +96,13 @@ def split_state(m, q, vel):
 
 
 @njit(inline="always")
-def prepare(m, d, q, vel):
-    """Joint and tree transforms at s; R = ^AR_0 of the base quaternion; a_0^r = ^0X_A a_grav
-    (EIDAmb line 7: gravity as an upward acceleration of the base); v[0] = the base twist."""
+def prepare(m, d, q, vel, x):
+    """Checks q, vel and a third input x (finite values, unit quaternion: BAD_INPUT and nothing
+    computed otherwise), then: joint and tree transforms at s; R = ^AR_0 of the base quaternion;
+    a_0^r = ^0X_A a_grav (T4.1:7: gravity as an upward acceleration of the base); v[0] = the base
+    twist. Returns 0 or BAD_INPUT."""
+    if check_vectors(q, vel, x, m.floating, QUATERNION_TOLERANCE) == 1:
+        return BAD_INPUT
     quat, s, vb, r = split_state(m, q, vel)
     joint_transforms(m, d, s)
     R, g0 = d.R, d.g0
@@ -112,6 +118,7 @@ def prepare(m, d, q, vel):
         g0[i + 3] = 0.0
     for i in range(6):
         d.v[0, i] = vb[i] if m.floating else 0.0
+    return 0
 
 
 def fill_custom(d, s):

@@ -33,7 +33,7 @@ from ..algorithms.immamb import immamb
 from ..algorithms.kinematics import fill_custom, prepare
 from ..data import get_data, views
 from ..spatial_ops import cross_m
-from ..state import QUATERNION_TOLERANCE, _is_vector, as_vector, check_vectors, input_error
+from ..state import _is_vector, as_vector, input_error
 from .discrete import check_dt, discrete_step, se3_step_jacobians
 from .overflow import overflow_error
 
@@ -68,11 +68,10 @@ def linearize_state(m, d, q, vel, tau, A, B, dt, Ad, Bd):
     """The linearization pipeline at one state; with dt > 0 also Ad, Bd. Returns 0, BAD_INPUT
     (nothing computed), k > 0 / BASE_SINGULAR (M singular: immamb), or NOT_FINITE (a result
     overflowed: see overflow.py)."""
-    if check_vectors(q, vel, tau, m.floating, QUATERNION_TOLERANCE) == 1:
+    if prepare(m, d, q, vel, tau) != 0:
         return BAD_INPUT
     nv, n, nu_dot, bias = m.nv, m.n, d.nu_dot, d.bias
     off = nv - n
-    prepare(m, d, q, vel)
     # bias h(q, nu) = EIDAmb at nu_dot = 0, then nu_dot = Minv (S tau - h) (consistent acceleration)
     for i in range(nv):
         nu_dot[i] = 0.0
