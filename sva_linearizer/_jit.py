@@ -59,14 +59,14 @@ def njit(fn=None, *, parallel=False, inline="never"):
 # first run: compile once, visibly
 
 QUIET_ENV = "SVA_LINEARIZER_QUIET"
-MARKER_NAME = "sva_linearizer.compiled.json"
+MARKER_NAME = "sva_linearizer.compiled-{group}.json"
 LOCK_NAME = "sva_linearizer.compile.lock"
-# the cold compile measured on a shared 2-core machine (Xeon 2.8 GHz, numba 0.68): the message's
-# estimate only
-ESTIMATE_S = 60
+# the message's estimates: cold compiles measured on a shared 2-core machine (Xeon 2.8 GHz, numba 0.68)
+ESTIMATE_S = {"core": 60, "batch": 25}
+WHAT = {"core": "the numba kernels", "batch": "the parallel kernel of linearize_batch"}
 
-_lock = threading.Lock()
-_done = None  # None, or the status later calls report: "warm" (compiled or found), "skipped"
+_lock = threading.RLock()
+_done = {}  # group -> the status later calls report: "warm" (compiled or found) or "skipped"
 _warming_thread = None
 
 
@@ -130,31 +130,37 @@ def cache_key():
     return h.hexdigest()
 
 
-def is_warm():
-    """True when every cache folder carries a marker of the current cache key (the warm-up ran and
-    nothing has changed since). Cheap: a few stat()s and small reads."""
+def _groups(group):
+    return list(ESTIMATE_S) if group == "all" else [group]
+
+
+def is_warm(group="core"):
+    """True when every cache folder carries the group's marker for the current cache key (its
+    warm-up ran and nothing has changed since); group "all": every group. Cheap: a few stat()s."""
     if not HAVE_NUMBA:
         return True
     key = cache_key()
-    for folder in cache_dirs():
-        try:
-            with open(os.path.join(folder, MARKER_NAME)) as fh:
-                if json.load(fh).get("key") != key:
-                    return False
-        except (OSError, ValueError):
-            return False
+    for g in _groups(group):
+        for folder in cache_dirs():
+            try:
+                with open(os.path.join(folder, MARKER_NAME.format(group=g))) as fh:
+                    if json.load(fh).get("key") != key:
+                        return False
+            except (OSError, ValueError):
+                return False
     return True
 
 
-def _write_markers(seconds):
+def _write_markers(group, seconds):
     key = cache_key()
     for folder in cache_dirs():
         try:
             os.makedirs(folder, exist_ok=True)
-            tmp = os.path.join(folder, f"{MARKER_NAME}.{os.getpid()}.tmp")
+            name = os.path.join(folder, MARKER_NAME.format(group=group))
+            tmp = f"{name}.{os.getpid()}.tmp"
             with open(tmp, "w") as fh:
                 json.dump({"key": key, "seconds": round(seconds, 1), "time": time.time()}, fh)
-            os.replace(tmp, os.path.join(folder, MARKER_NAME))
+            os.replace(tmp, name)
         except OSError:  # a read-only cache: numba could not cache either; say nothing more
             pass
 
@@ -276,23 +282,26 @@ def _stage_discrete():
         sl.linearize_batch(m, q[None], v[None], tau[None], dt=0.01)
 
 
-# (name, function): what the warm-up runs, in order; the core may append stages for new kernels
+# (group, name, function): what the warm-up runs, in order. "core": everything one state needs
+# (ensure_compiled() before the first kernel call); "batch": linearize_batch's parallel kernel
+# (ensure_compiled("batch") in linearize_batch). The core may add stages for new kernels.
 WARMUP_STAGES = [
-    ("floating base: linearize", _stage_linearize(True)),
-    ("floating base: dynamics, Minv, ID derivatives", _stage_dynamics(True)),
-    ("fixed base: linearize", _stage_linearize(False)),
-    ("fixed base: dynamics, Minv, ID derivatives", _stage_dynamics(False)),
-    ("batch (parallel)", _stage_batch),
-    ("discrete time", _stage_discrete),
+    ("core", "floating base: linearize", _stage_linearize(True)),
+    ("core", "floating base: dynamics, Minv, ID derivatives", _stage_dynamics(True)),
+    ("core", "fixed base: linearize", _stage_linearize(False)),
+    ("core", "fixed base: dynamics, Minv, ID derivatives", _stage_dynamics(False)),
+    ("core", "discrete time", _stage_discrete),
+    ("batch", "linearize_batch (parallel), floating and fixed base", _stage_batch),
 ]
 
 
-def _warm_up(verbose):
-    """Run the stages; returns (seconds, failures as 'stage: error' strings)."""
+def _warm_up(group, verbose):
+    """Run the group's stages; returns (seconds, failures as 'stage: error' strings)."""
     t0 = time.perf_counter()
     failures = []
-    n = len(WARMUP_STAGES)
-    for k, (name, fn) in enumerate(WARMUP_STAGES, 1):
+    stages = [(name, fn) for g, name, fn in WARMUP_STAGES if g == group]
+    n = len(stages)
+    for k, (name, fn) in enumerate(stages, 1):
         if verbose:
             _say(f"sva_linearizer:   [{k}/{n}] {name} ...", end="")
         t = time.perf_counter()
@@ -308,38 +317,49 @@ def _warm_up(verbose):
     return time.perf_counter() - t0, failures
 
 
-def ensure_compiled(verbose=None, force=False):
-    """Compile every kernel now if numba's on-disk cache is cold, saying so on stderr.
+def ensure_compiled(group="core", verbose=None, force=False):
+    """Compile the group's kernels now if numba's on-disk cache is cold for them, saying so on stderr.
 
-    Returns a dict: ``status`` ("warm": nothing to do; "compiled": this call warmed the cache up;
-    "waited": another process did; "skipped": no numba, SVA_LINEARIZER_QUIET set, or a call from
-    inside the warm-up), ``seconds``, ``cache_dirs``, ``failures`` (stages that raised; their
-    kernels compile on first use instead). The first call per process does the work, later calls
-    return at once. verbose: None = print unless SVA_LINEARIZER_QUIET=1. force: run the warm-up
-    stages even if the marker says warm (``sva-linearizer compile``; cached kernels just load).
+    group: "core" (what one state needs: linearize, dynamics, Minv, ID and its derivatives, both
+    bases, discrete time), "batch" (linearize_batch's parallel kernel) or "all". Returns a dict:
+    ``status`` ("warm": nothing to do; "compiled": this call warmed the cache up; "waited": another
+    process did; "skipped": no numba, SVA_LINEARIZER_QUIET set, or a call from inside the warm-up),
+    ``seconds``, ``cache_dirs``, ``failures`` (stages that raised; their kernels compile on first
+    use instead). The first call per process and group does the work; later calls return at once.
+    verbose: None = print unless SVA_LINEARIZER_QUIET=1. force: run the stages even if the marker
+    says warm (``sva-linearizer compile``; cached kernels just load).
     """
-    global _done, _warming_thread
+    if group == "all":
+        results = [ensure_compiled(g, verbose, force) for g in _groups("all")]
+        order = ("compiled", "waited", "warm", "skipped")
+        return {"status": min((r["status"] for r in results), key=order.index),
+                "seconds": sum(r["seconds"] for r in results),
+                "cache_dirs": cache_dirs() if HAVE_NUMBA else [],
+                "failures": [f for r in results for f in r["failures"]]}
+    if group not in ESTIMATE_S:
+        raise ValueError(f"ensure_compiled: unknown group {group!r} (one of {', '.join(ESTIMATE_S)}, all)")
+    global _warming_thread
     result = {"status": "skipped", "seconds": 0.0, "cache_dirs": [], "failures": []}
     if not HAVE_NUMBA:
         return result
-    if _done and not force:
-        result["status"] = _done
+    if group in _done and not force:
+        result["status"] = _done[group]
         return result
     if _warming_thread == threading.get_ident():  # the warm-up's own calls into the core
         return result
     if verbose is None:
         if _quiet() and not force:
-            _done = "skipped"  # numba compiles on first use, silently, as it does by itself
+            _done[group] = "skipped"  # numba compiles on first use, silently, as it does by itself
             return result
         verbose = True
     with _lock:  # other threads wait here until the warm-up is over
-        if _done and not force:
-            result["status"] = _done
+        if group in _done and not force:
+            result["status"] = _done[group]
             return result
         dirs = cache_dirs()
         result["cache_dirs"] = dirs
-        if not force and is_warm():
-            _done = "warm"
+        if not force and is_warm(group):
+            _done[group] = "warm"
             result["status"] = "warm"
             return result
         flock = _FileLock(dirs[0]) if dirs else None
@@ -349,23 +369,23 @@ def ensure_compiled(verbose=None, force=False):
             flock.acquire(on_wait=lambda: (waited.append(1), verbose and _say(
                 "sva_linearizer: another process is compiling the kernels; waiting for it ...")))
         try:
-            if waited and not force and is_warm():
-                _done = "warm"
+            if waited and not force and is_warm(group):
+                _done[group] = "warm"
                 result.update(status="waited", seconds=time.perf_counter() - t0)
                 if verbose:
                     _say(f"sva_linearizer: compiled kernels ready after {result['seconds']:.1f} s")
                 return result
             if verbose:
-                _say(f"sva_linearizer: compiling the numba kernels (once per machine, about {ESTIMATE_S} s"
+                _say(f"sva_linearizer: compiling {WHAT[group]} (once per machine, about {ESTIMATE_S[group]} s"
                      " on 2 cores; SVA_LINEARIZER_QUIET=1 hides this) ...")
             _warming_thread = threading.get_ident()
             try:
-                seconds, failures = _warm_up(verbose)
+                seconds, failures = _warm_up(group, verbose)
             finally:
                 _warming_thread = None
             if not failures:
-                _write_markers(seconds)
-            _done = "warm"
+                _write_markers(group, seconds)
+            _done[group] = "warm"
             result.update(status="compiled", seconds=seconds, failures=failures)
             if verbose:
                 where = ", ".join(dirs)
@@ -382,5 +402,50 @@ def ensure_compiled(verbose=None, force=False):
 
 def reset_for_tests():
     """Forget this process's 'done' state (tests only)."""
-    global _done
-    _done = None
+    _done.clear()
+
+
+# ------------------------------------------------------------------------------------------------
+# a compile nobody announced: say so too
+
+if HAVE_NUMBA:
+    try:
+        from numba.core import event as _event
+    except ImportError:  # pragma: no cover - numba without the event API
+        _event = None
+
+    if _event is not None:
+        class _ColdCompileListener(_event.Listener):
+            """Reports a compile of one of this package's kernels that happens outside the warm-up
+            (numba emits "numba:compile" on cache misses only): a kernel the warm-up does not
+            cover, or a core path that does not call ensure_compiled. One line per outermost
+            kernel, with its time."""
+
+            def __init__(self):
+                self.local = threading.local()
+
+            def _ours(self, event):
+                d = (event.data or {}).get("dispatcher")
+                return d is not None and any(d is x for x in _DISPATCHERS)
+
+            def on_start(self, event):
+                if not self._ours(event):
+                    return
+                depth = getattr(self.local, "depth", 0)
+                self.local.depth = depth + 1
+                if depth == 0 and _warming_thread is None and not _quiet():
+                    self.local.t0 = time.perf_counter()
+                    name = getattr(event.data["dispatcher"], "__name__", "?")
+                    _say(f"sva_linearizer: compiling kernel {name} (not in numba's cache yet; once per "
+                         "machine) ...", end="")
+                    self.local.announced = True
+
+            def on_end(self, event):
+                if not self._ours(event):
+                    return
+                self.local.depth = getattr(self.local, "depth", 1) - 1
+                if self.local.depth == 0 and getattr(self.local, "announced", False):
+                    self.local.announced = False
+                    _say(f" ({time.perf_counter() - self.local.t0:.1f} s)")
+
+        _event.register("numba:compile", _ColdCompileListener())

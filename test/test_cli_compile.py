@@ -26,7 +26,7 @@ def stage():
     calls.append(1)
     inner.append(j.ensure_compiled()["status"])   # a call from inside the warm-up returns at once
     time.sleep(float(sys.argv[1]))
-j.WARMUP_STAGES[:] = [("stand-in stage", stage)]
+j.WARMUP_STAGES[:] = [("core", "stand-in stage", stage)]
 res = []
 ts = [threading.Thread(target=lambda: res.append(j.ensure_compiled()["status"])) for _ in range(4)]
 for t in ts: t.start()
@@ -57,7 +57,7 @@ def test_cold_cache_says_so_once_then_silent(tmp_path):
     assert "[1/1] stand-in stage ... (" in err
     assert f"done in " in err and f"cached in {r['dirs'][0]}" in err
     assert all(pathlib.Path(d).is_relative_to(tmp_path) for d in r["dirs"])
-    assert (pathlib.Path(r["dirs"][0]) / _jit.MARKER_NAME).is_file()
+    assert (pathlib.Path(r["dirs"][0]) / _jit.MARKER_NAME.format(group="core")).is_file()
     r, err = _result(_fake(tmp_path))                               # the next process: warm, silent
     assert r["calls"] == 0 and r["statuses"] == ["warm"] * 4 and err == ""
 
@@ -65,7 +65,7 @@ def test_cold_cache_says_so_once_then_silent(tmp_path):
 @needs_numba
 def test_stale_marker_is_cold(tmp_path):
     r, _ = _result(_fake(tmp_path))
-    marker = pathlib.Path(r["dirs"][0]) / _jit.MARKER_NAME
+    marker = pathlib.Path(r["dirs"][0]) / _jit.MARKER_NAME.format(group="core")
     marker.write_text(json.dumps({"key": "from another numba or other sources"}))
     r, err = _result(_fake(tmp_path))
     assert r["calls"] == 1 and "compiling the numba kernels" in err
@@ -156,3 +156,21 @@ def test_compile_covers_what_a_robot_uses(tmp_path):
     r = subprocess.run([sys.executable, "-m", "sva_linearizer.cli", "compile", "--status"],
                        capture_output=True, text=True, timeout=300, env=env)
     assert r.returncode == 0 and r.stdout.startswith("warm: ")
+
+
+@needs_numba
+def test_an_unannounced_compile_is_reported(tmp_path):
+    """A kernel compiled outside the warm-up (one it does not cover, or a core path that did not
+    call ensure_compiled) still says so, with its time; from the cache, nothing is said."""
+    (tmp_path / "extra_kernel.py").write_text(
+        "from sva_linearizer._jit import njit\n\n@njit\ndef plus_one(x):\n    return x + 1\n")
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=str(tmp_path))
+    code = "import extra_kernel; print(extra_kernel.plus_one(1))"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == 0 and r.stdout.strip() == "2", r.stderr
+    assert "sva_linearizer: compiling kernel plus_one (not in numba's cache yet" in r.stderr
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == 0 and r.stderr == ""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                       env=dict(env, NUMBA_CACHE_DIR=str(tmp_path / "cache2"), SVA_LINEARIZER_QUIET="1"))
+    assert r.returncode == 0 and r.stderr == ""
