@@ -268,18 +268,16 @@ def _stage_batch():
         rows = [_tiny_state(m, seed) for seed in range(3)]
         Q, V, T = (np.array([r[i] for r in rows]) for i in range(3))
         sl.linearize_batch(m, Q, V, T)
+        sl.linearize_batch(m, Q, V, T, dt=0.01)
 
 
 def _stage_discrete():
-    import numpy as np
-
     import sva_linearizer as sl
 
     for floating in (True, False):
         m = _tiny_model(floating)
         q, v, tau = _tiny_state(m)
         sl.linearize(m, sl.State.from_vectors(m, q, v), tau, dt=0.01)
-        sl.linearize_batch(m, q[None], v[None], tau[None], dt=0.01)
 
 
 # (group, name, function): what the warm-up runs, in order. "core": everything one state needs
@@ -291,7 +289,7 @@ WARMUP_STAGES = [
     ("core", "fixed base: linearize", _stage_linearize(False)),
     ("core", "fixed base: dynamics, Minv, ID derivatives", _stage_dynamics(False)),
     ("core", "discrete time", _stage_discrete),
-    ("batch", "linearize_batch (parallel), floating and fixed base", _stage_batch),
+    ("batch", "linearize_batch (parallel), floating and fixed base, with and without dt", _stage_batch),
 ]
 
 

@@ -121,12 +121,11 @@ def test_demo_children_import_the_parents_package(tmp_path):
     assert demo._same_package([sys.executable, "-m", "sva_linearizer.ros", "node"]) == \
         demo.package_command("sva_linearizer.ros", "node")
     assert demo._same_package(["other", "-m", "x"]) == ["other", "-m", "x"]
-    code = ("import runpy, sys; sys.path[0] = sys.argv.pop(1); exec(sys.argv.pop(1))")
-    root = demo.package_command("x")[3]
-    r = subprocess.run([sys.executable, "-c", code, root, CHILD_IMPORT], cwd=tmp_path, capture_output=True,
-                       text=True, timeout=300)
     import sva_linearizer
-    assert r.stdout.strip() == sva_linearizer.__file__, r.stderr
+    folder = os.path.dirname(os.path.abspath(sva_linearizer.__file__))
+    r = subprocess.run([sys.executable, "-c", demo._PIN_PACKAGE + "; " + CHILD_IMPORT, folder], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=300)
+    assert r.stdout.strip() == os.path.abspath(sva_linearizer.__file__), r.stderr
 
 
 @needs_numba

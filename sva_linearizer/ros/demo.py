@@ -33,18 +33,26 @@ def _pump(stream, sink, prefix, echo):
             print(f"{prefix}{line.rstrip()}", flush=True)
 
 
+# Prelude of a child's `python -c`: drop the current directory from sys.path (as a console script
+# has it) and import sva_linearizer from the folder given as the first argument.
+_PIN_PACKAGE = (
+    "import importlib.util, os, sys; sys.path[:] = [p for p in sys.path if p != '']; "
+    "_d = sys.argv.pop(1); _s = importlib.util.spec_from_file_location("
+    "'sva_linearizer', os.path.join(_d, '__init__.py'), submodule_search_locations=[_d]); "
+    "_m = importlib.util.module_from_spec(_s); sys.modules['sva_linearizer'] = _m; _s.loader.exec_module(_m)")
+
+
 def package_command(module, *args):
     """The command line running ``python -m <module> args`` with this process's interpreter and the
     copy of sva_linearizer this process imported. (``python -m`` puts the current directory first
     on sys.path: run from a checkout next to an installed copy, it imports the checkout, which
-    numba caches separately and compiles again.) The child's sys.path is the parent's interpreter
-    default with the current directory replaced by the folder holding this sva_linearizer."""
+    numba caches separately and compiles again.) The child imports the package from this copy's
+    folder, whatever its sys.path holds, and does not look in the current directory."""
     import sva_linearizer
 
-    root = os.path.dirname(os.path.dirname(os.path.abspath(sva_linearizer.__file__)))
-    code = ("import runpy, sys; sys.path[0] = sys.argv.pop(1); "
-            "runpy.run_module(sys.argv.pop(1), run_name='__main__', alter_sys=True)")
-    return [sys.executable, "-c", code, root, module, *args]
+    folder = os.path.dirname(os.path.abspath(sva_linearizer.__file__))
+    code = _PIN_PACKAGE + "; import runpy; runpy.run_module(sys.argv.pop(1), run_name='__main__', alter_sys=True)"
+    return [sys.executable, "-c", code, folder, module, *args]
 
 
 def _same_package(cmd):
