@@ -5,16 +5,21 @@ ordinary Python and give the same numbers, only slower. Set SVA_LINEARIZER_NO_JI
 pure-Python path (the test suite does this once to check both paths agree).
 
 First run. numba compiles each kernel the first time it is called and caches the machine code on
-disk (``__pycache__`` next to the sources, or under ``NUMBA_CACHE_DIR``); a cold cache costs tens of
-seconds. :func:`ensure_compiled` makes that visible and does it once, up front: the first time a
-process meets a cold cache it says so on stderr and compiles everything by running the public
-pipeline on two tiny models built in code (floating and fixed base), stage by stage with progress
-lines, then records a marker next to numba's cache. Later processes find the marker and return at
-once, silently. It is safe to call from any number of threads (one warms up, the others wait) and
-from several processes (a file lock: one compiles, the others wait and then load the cache); calls
-made from inside the warm-up return immediately. ``SVA_LINEARIZER_QUIET=1`` turns it off (the
-kernels then compile silently on first use, as numba does by itself); without numba it does
-nothing. ``sva-linearizer compile`` runs it explicitly (Dockerfiles, post-install).
+disk (``__pycache__`` next to the sources, or under ``NUMBA_CACHE_DIR``); a cold cache costs about a
+minute. :func:`ensure_compiled` makes that visible and does it once, up front: the first time a
+process meets a cold cache it compiles everything by running the public pipeline on two tiny
+models built in code (floating and fixed base), in named stages, and says so on stderr with one
+progress line per stage, then records a marker next to numba's cache. Later processes find the
+marker and return at once, silently. The messages start only when numba really compiles one of
+the package's kernels (its "numba:compile" event fires on cache misses only), so a cache that is
+warm without a marker stays silent too. Safe to call from any number of threads (one warms up, the
+others wait) and processes (a file lock: one compiles, the others wait, then load the cache);
+calls made from inside the warm-up return at once; ~0.1 us after the first call. Groups: "core"
+(one state: linearize, dynamics, Minv, ID derivatives, discrete time) and "batch"
+(linearize_batch's parallel kernel). ``SVA_LINEARIZER_QUIET=1`` turns it off (numba then
+compiles silently on first use); without numba it does nothing. ``sva-linearizer compile`` runs
+it explicitly (Dockerfiles, post-install). A kernel compiled outside any warm-up (a path the
+stages do not cover) is announced by the same event listener, with its time.
 """
 import hashlib
 import json
@@ -22,6 +27,7 @@ import os
 import sys
 import threading
 import time
+import types
 
 HAVE_NUMBA = False
 if os.environ.get("SVA_LINEARIZER_NO_JIT", "") in ("", "0"):
@@ -68,6 +74,15 @@ WHAT = {"core": "the numba kernels", "batch": "the parallel kernel of linearize_
 _lock = threading.RLock()
 _done = {}  # group -> the status later calls report: "warm" (compiled or found) or "skipped"
 _warming_thread = None
+_event = None
+if HAVE_NUMBA:
+    try:
+        from numba.core import event as _event
+    except ImportError:  # pragma: no cover - numba without the event API
+        _event = None
+_HAVE_EVENTS = _event is not None
+_DONE_RESULTS = {st: types.MappingProxyType({"status": st, "seconds": 0.0, "cache_dirs": [], "failures": []})
+                 for st in ("warm", "skipped")}
 
 
 def _quiet():
@@ -293,25 +308,67 @@ WARMUP_STAGES = [
 ]
 
 
-def _warm_up(group, verbose):
+class _Progress:
+    """The warm-up's messages, said only once numba really compiles one of this package's kernels
+    (a cache that is warm but has no marker, e.g. filled by quiet or earlier runs, stays silent).
+    Without numba's event API the messages are said from the start."""
+
+    def __init__(self, group, verbose):
+        self.group, self.verbose = group, verbose
+        self.announced = verbose and not _HAVE_EVENTS
+        self.stage = None        # the stage's "[k/n] name" while it runs
+        self.stage_said = False
+        if self.announced:
+            self._header()
+
+    def _header(self):
+        g = self.group
+        _say(f"sva_linearizer: compiling {WHAT[g]} (once per machine, about {ESTIMATE_S[g]} s on 2 cores; "
+             "SVA_LINEARIZER_QUIET=1 hides this) ...")
+
+    def begin(self, label):
+        self.stage, self.stage_said = label, False
+        if self.announced:
+            _say(f"sva_linearizer:   {label} ...", end="")
+            self.stage_said = True
+
+    def compiling(self):
+        """Called (by the event listener) when numba starts compiling one of our kernels."""
+        if not self.verbose:
+            return
+        if not self.announced:
+            self.announced = True
+            self._header()
+        if self.stage is not None and not self.stage_said:
+            _say(f"sva_linearizer:   {self.stage} ...", end="")
+            self.stage_said = True
+
+    def end(self, text):
+        if self.stage_said:
+            _say(f" {text}")
+        self.stage, self.stage_said = None, False
+
+
+_progress = None  # the running warm-up's _Progress (set while _warming_thread is)
+
+
+def _warm_up(group, progress):
     """Run the group's stages; returns (seconds, failures as 'stage: error' strings)."""
     t0 = time.perf_counter()
     failures = []
     stages = [(name, fn) for g, name, fn in WARMUP_STAGES if g == group]
     n = len(stages)
     for k, (name, fn) in enumerate(stages, 1):
-        if verbose:
-            _say(f"sva_linearizer:   [{k}/{n}] {name} ...", end="")
+        progress.begin(f"[{k}/{n}] {name}")
         t = time.perf_counter()
         try:
             fn()
         except Exception as e:  # a stage that fails must not stop the user's own call
             failures.append(f"{name}: {type(e).__name__}: {e}")
-            if verbose:
-                _say(f" failed ({type(e).__name__}: {e})")
+            progress.compiling()  # a failure is always said
+            progress.end(f"failed ({type(e).__name__}: {e})")
             continue
-        if verbose:
-            _say(f" ({time.perf_counter() - t:.1f} s)")
+        progress.end(f"({time.perf_counter() - t:.1f} s)")
     return time.perf_counter() - t0, failures
 
 
@@ -323,10 +380,15 @@ def ensure_compiled(group="core", verbose=None, force=False):
     ``status`` ("warm": nothing to do; "compiled": this call warmed the cache up; "waited": another
     process did; "skipped": no numba, SVA_LINEARIZER_QUIET set, or a call from inside the warm-up),
     ``seconds``, ``cache_dirs``, ``failures`` (stages that raised; their kernels compile on first
-    use instead). The first call per process and group does the work; later calls return at once.
+    use instead; a read-only mapping on the fast path). The first call per process and group does
+    the work; later calls return at once.
     verbose: None = print unless SVA_LINEARIZER_QUIET=1. force: run the stages even if the marker
     says warm (``sva-linearizer compile``; cached kernels just load).
     """
+    if not force:  # the fast path: every call after the first in a process (~0.1 us)
+        done = _DONE_RESULTS.get(_done.get(group))
+        if done is not None:
+            return done
     if group == "all":
         results = [ensure_compiled(g, verbose, force) for g in _groups("all")]
         order = ("compiled", "waited", "warm", "skipped")
@@ -336,7 +398,7 @@ def ensure_compiled(group="core", verbose=None, force=False):
                 "failures": [f for r in results for f in r["failures"]]}
     if group not in ESTIMATE_S:
         raise ValueError(f"ensure_compiled: unknown group {group!r} (one of {', '.join(ESTIMATE_S)}, all)")
-    global _warming_thread
+    global _warming_thread, _progress
     result = {"status": "skipped", "seconds": 0.0, "cache_dirs": [], "failures": []}
     if not HAVE_NUMBA:
         return result
@@ -373,19 +435,18 @@ def ensure_compiled(group="core", verbose=None, force=False):
                 if verbose:
                     _say(f"sva_linearizer: compiled kernels ready after {result['seconds']:.1f} s")
                 return result
-            if verbose:
-                _say(f"sva_linearizer: compiling {WHAT[group]} (once per machine, about {ESTIMATE_S[group]} s"
-                     " on 2 cores; SVA_LINEARIZER_QUIET=1 hides this) ...")
-            _warming_thread = threading.get_ident()
+            global _progress
+            progress = _Progress(group, verbose)
+            _warming_thread, _progress = threading.get_ident(), progress
             try:
-                seconds, failures = _warm_up(group, verbose)
+                seconds, failures = _warm_up(group, progress)
             finally:
-                _warming_thread = None
+                _warming_thread, _progress = None, None
             if not failures:
                 _write_markers(group, seconds)
             _done[group] = "warm"
             result.update(status="compiled", seconds=seconds, failures=failures)
-            if verbose:
+            if progress.announced:
                 where = ", ".join(dirs)
                 if failures:
                     _say(f"sva_linearizer: warm-up done in {seconds:.1f} s with {len(failures)} failed "
@@ -406,44 +467,42 @@ def reset_for_tests():
 # ------------------------------------------------------------------------------------------------
 # a compile nobody announced: say so too
 
-if HAVE_NUMBA:
-    try:
-        from numba.core import event as _event
-    except ImportError:  # pragma: no cover - numba without the event API
-        _event = None
+if _event is not None:
+    class _ColdCompileListener(_event.Listener):
+        """Reports a compile of one of this package's kernels that happens outside the warm-up
+        (numba emits "numba:compile" on cache misses only): a kernel the warm-up does not
+        cover, or a core path that does not call ensure_compiled. One line per outermost
+        kernel, with its time."""
 
-    if _event is not None:
-        class _ColdCompileListener(_event.Listener):
-            """Reports a compile of one of this package's kernels that happens outside the warm-up
-            (numba emits "numba:compile" on cache misses only): a kernel the warm-up does not
-            cover, or a core path that does not call ensure_compiled. One line per outermost
-            kernel, with its time."""
+        def __init__(self):
+            self.local = threading.local()
 
-            def __init__(self):
-                self.local = threading.local()
+        def _ours(self, event):
+            d = (event.data or {}).get("dispatcher")
+            return d is not None and any(d is x for x in _DISPATCHERS)
 
-            def _ours(self, event):
-                d = (event.data or {}).get("dispatcher")
-                return d is not None and any(d is x for x in _DISPATCHERS)
+        def on_start(self, event):
+            if not self._ours(event):
+                return
+            depth = getattr(self.local, "depth", 0)
+            self.local.depth = depth + 1
+            progress = _progress
+            if progress is not None and _warming_thread == threading.get_ident():
+                progress.compiling()
+                return
+            if depth == 0 and _warming_thread is None and not _quiet():
+                self.local.t0 = time.perf_counter()
+                name = getattr(event.data["dispatcher"], "__name__", "?")
+                _say(f"sva_linearizer: compiling kernel {name} (not in numba's cache yet; once per "
+                     "machine) ...", end="")
+                self.local.announced = True
 
-            def on_start(self, event):
-                if not self._ours(event):
-                    return
-                depth = getattr(self.local, "depth", 0)
-                self.local.depth = depth + 1
-                if depth == 0 and _warming_thread is None and not _quiet():
-                    self.local.t0 = time.perf_counter()
-                    name = getattr(event.data["dispatcher"], "__name__", "?")
-                    _say(f"sva_linearizer: compiling kernel {name} (not in numba's cache yet; once per "
-                         "machine) ...", end="")
-                    self.local.announced = True
+        def on_end(self, event):
+            if not self._ours(event):
+                return
+            self.local.depth = getattr(self.local, "depth", 1) - 1
+            if self.local.depth == 0 and getattr(self.local, "announced", False):
+                self.local.announced = False
+                _say(f" ({time.perf_counter() - self.local.t0:.1f} s)")
 
-            def on_end(self, event):
-                if not self._ours(event):
-                    return
-                self.local.depth = getattr(self.local, "depth", 1) - 1
-                if self.local.depth == 0 and getattr(self.local, "announced", False):
-                    self.local.announced = False
-                    _say(f" ({time.perf_counter() - self.local.t0:.1f} s)")
-
-        _event.register("numba:compile", _ColdCompileListener())
+    _event.register("numba:compile", _ColdCompileListener())

@@ -20,11 +20,13 @@ needs_numba = pytest.mark.skipif(not _jit.HAVE_NUMBA, reason="numba is not insta
 FAKE = r"""
 import json, sys, threading, time
 import sva_linearizer, sva_linearizer._jit as j
+import fake_kernel                                 # one tiny kernel made by sva_linearizer's njit
 calls = []
 inner = []
 def stage():
     calls.append(1)
     inner.append(j.ensure_compiled()["status"])   # a call from inside the warm-up returns at once
+    fake_kernel.plus_one(1)                        # compiles on a cold cache, loads on a warm one
     time.sleep(float(sys.argv[1]))
 j.WARMUP_STAGES[:] = [("core", "stand-in stage", stage)]
 res = []
@@ -34,12 +36,17 @@ for t in ts: t.join()
 print(json.dumps({"calls": len(calls), "inner": inner, "statuses": sorted(res), "warm": j.is_warm(),
                   "dirs": j.cache_dirs()}))
 """
+KERNEL = "from sva_linearizer._jit import njit\n\n@njit\ndef plus_one(x):\n    return x + 1\n"
 
 
 def _fake(cache, sleep=0.0, **env):
+    src = pathlib.Path(cache).parent / "src"
+    src.mkdir(parents=True, exist_ok=True)
+    if not (src / "fake_kernel.py").exists():  # rewriting it would change its stamp: a cold cache
+        (src / "fake_kernel.py").write_text(KERNEL)
     return subprocess.Popen([sys.executable, "-c", FAKE, str(sleep)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True,
-                            env=dict(os.environ, NUMBA_CACHE_DIR=str(cache), **env))
+                            env=dict(os.environ, NUMBA_CACHE_DIR=str(cache), PYTHONPATH=str(src), **env))
 
 
 def _result(p):
@@ -50,7 +57,7 @@ def _result(p):
 
 @needs_numba
 def test_cold_cache_says_so_once_then_silent(tmp_path):
-    r, err = _result(_fake(tmp_path))
+    r, err = _result(_fake(tmp_path / "cache"))
     assert r["calls"] == 1 and r["inner"] == ["skipped"]          # once, for 4 threads
     assert r["statuses"] == ["compiled", "warm", "warm", "warm"] and r["warm"]
     assert "sva_linearizer: compiling the numba kernels (once per machine" in err
@@ -58,32 +65,40 @@ def test_cold_cache_says_so_once_then_silent(tmp_path):
     assert f"done in " in err and f"cached in {r['dirs'][0]}" in err
     assert all(pathlib.Path(d).is_relative_to(tmp_path) for d in r["dirs"])
     assert (pathlib.Path(r["dirs"][0]) / _jit.MARKER_NAME.format(group="core")).is_file()
-    r, err = _result(_fake(tmp_path))                               # the next process: warm, silent
+    r, err = _result(_fake(tmp_path / "cache"))                     # the next process: warm, silent
     assert r["calls"] == 0 and r["statuses"] == ["warm"] * 4 and err == ""
 
 
 @needs_numba
-def test_stale_marker_is_cold(tmp_path):
-    r, _ = _result(_fake(tmp_path))
-    marker = pathlib.Path(r["dirs"][0]) / _jit.MARKER_NAME.format(group="core")
-    marker.write_text(json.dumps({"key": "from another numba or other sources"}))
-    r, err = _result(_fake(tmp_path))
-    assert r["calls"] == 1 and "compiling the numba kernels" in err
+def test_stale_marker_runs_the_warm_up_silently_when_nothing_compiles(tmp_path):
+    """A marker of other sources (or none) makes the warm-up run; it says something only when
+    numba really compiles (here the kernels are in the cache: silent); a cold cache is announced."""
+    r, _ = _result(_fake(tmp_path / "cache"))
+    for d in r["dirs"]:
+        (pathlib.Path(d) / _jit.MARKER_NAME.format(group="core")).write_text(json.dumps({"key": "other"}))
+    r, err = _result(_fake(tmp_path / "cache"))
+    assert r["calls"] == 1 and r["warm"] and err == ""
+    for p in (tmp_path / "cache").rglob("*.nb*"):
+        p.unlink()
+    for d in r["dirs"]:
+        (pathlib.Path(d) / _jit.MARKER_NAME.format(group="core")).unlink()
+    r, err = _result(_fake(tmp_path / "cache"))
+    assert r["calls"] == 1 and "compiling the numba kernels" in err and "[1/1] stand-in stage" in err
 
 
 @needs_numba
 def test_quiet_env_and_no_jit_do_nothing(tmp_path):
-    r, err = _result(_fake(tmp_path / "q", SVA_LINEARIZER_QUIET="1"))
+    r, err = _result(_fake(tmp_path / "q" / "cache", SVA_LINEARIZER_QUIET="1"))
     assert r["calls"] == 0 and r["statuses"] == ["skipped"] * 4 and err == ""
-    r, err = _result(_fake(tmp_path / "n", SVA_LINEARIZER_NO_JIT="1"))
+    r, err = _result(_fake(tmp_path / "n" / "cache", SVA_LINEARIZER_NO_JIT="1"))
     assert r["calls"] == 0 and r["statuses"] == ["skipped"] * 4 and err == ""
 
 
 @needs_numba
 def test_two_processes_compile_once(tmp_path):
-    first = _fake(tmp_path, sleep=3.0)
+    first = _fake(tmp_path / "cache", sleep=3.0)
     time.sleep(1.5)                      # the first one holds the lock (its import takes ~1 s)
-    second = _fake(tmp_path)
+    second = _fake(tmp_path / "cache")
     r1, err1 = _result(first)
     r2, err2 = _result(second)
     results = sorted([(r1, err1), (r2, err2)], key=lambda x: -x[0]["calls"])
