@@ -211,9 +211,8 @@ def cmd_compile(args):
         return 0
     if args.status:
         warm = {g: is_warm(g) for g in ("core", "batch")}
-        print(f"{'warm' if all(warm.values()) else 'cold'}: "
-              + ", ".join(f"{g} {'warm' if w else 'cold'}" for g, w in warm.items())
-              + f"; cache {', '.join(cache_dirs())}")
+        print(", ".join(f"{g}: {'warm' if w else 'cold'}" for g, w in warm.items())
+              + f" (cache: {', '.join(cache_dirs())})")
         return 0 if all(warm.values()) else 1
     r = ensure_compiled("all", verbose=True, force=True)
     if r["failures"]:
@@ -245,7 +244,8 @@ def build_parser():
     base.add_argument("--fixed-base", dest="floating_base", action="store_const", const=False,
                       help="weld the root link to the world (default for arms)")
     lp.add_argument("--no-validate", action="store_true",
-                    help="load physically invalid inertias/limits with warnings instead of errors")
+                    help="physically invalid dynamics (negative mass, indefinite inertia, a massless "
+                         "subtree) load with warnings instead of errors, as in Pinocchio")
     lp.add_argument("--q", metavar="NUMBERS",
                     help="configuration: p(3) quaternion x y z w(4) s(nj) (floating) or s(nj) (fixed); "
                          "default: identity pose, s = 0")

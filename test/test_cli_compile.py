@@ -169,7 +169,7 @@ def test_compile_covers_what_a_robot_uses(tmp_path):
     assert after == files, sorted(set(map(str, after)) ^ set(map(str, files)))
     r = subprocess.run([sys.executable, "-m", "sva_linearizer.cli", "compile", "--status"],
                        capture_output=True, text=True, timeout=300, env=env)
-    assert r.returncode == 0 and r.stdout.startswith("warm: ")
+    assert r.returncode == 0 and r.stdout.startswith("core: warm, batch: warm (cache: ")
 
 
 @needs_numba
@@ -188,3 +188,11 @@ def test_an_unannounced_compile_is_reported(tmp_path):
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
                        env=dict(env, NUMBA_CACHE_DIR=str(tmp_path / "cache2"), SVA_LINEARIZER_QUIET="1"))
     assert r.returncode == 0 and r.stderr == ""
+
+
+@needs_numba
+def test_compile_status_on_a_cold_cache(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "sva_linearizer.cli", "compile", "--status"], capture_output=True,
+                       text=True, timeout=300, env=dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path)))
+    assert r.returncode == 1 and r.stdout.startswith("core: cold, batch: cold (cache: ")
+    assert str(tmp_path) in r.stdout and r.stderr == ""
