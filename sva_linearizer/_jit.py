@@ -3,8 +3,31 @@
 The kernels are written once in a numba-compatible subset of numpy; without numba they run as
 ordinary Python and give the same numbers, only slower. Set SVA_LINEARIZER_NO_JIT=1 to force the
 pure-Python path (the test suite does this once to check both paths agree).
+
+First run. numba compiles each kernel the first time it is called and caches the machine code on
+disk (``__pycache__`` next to the sources, or under ``NUMBA_CACHE_DIR``); a cold cache costs about a
+minute. :func:`ensure_compiled` makes that visible and does it once, up front: the first time a
+process meets a cold cache it compiles everything by running the public pipeline on two tiny
+models built in code (floating and fixed base), in named stages, and says so on stderr with one
+progress line per stage, then records a marker next to numba's cache. Later processes find the
+marker and return at once, silently. The messages start only when numba really compiles one of
+the package's kernels (its "numba:compile" event fires on cache misses only), so a cache that is
+warm without a marker stays silent too. Safe to call from any number of threads (one warms up, the
+others wait) and processes (a file lock: one compiles, the others wait, then load the cache);
+calls made from inside the warm-up return at once; ~0.1 us after the first call. Groups: "core"
+(one state: linearize, dynamics, Minv, ID derivatives, discrete time) and "batch"
+(linearize_batch's parallel kernel). ``SVA_LINEARIZER_QUIET=1`` turns it off (numba then
+compiles silently on first use); without numba it does nothing. ``sva-linearizer compile`` runs
+it explicitly (Dockerfiles, post-install). A kernel compiled outside any warm-up (a path the
+stages do not cover) is announced by the same event listener, with its time.
 """
+import hashlib
+import json
 import os
+import sys
+import threading
+import time
+import types
 
 HAVE_NUMBA = False
 if os.environ.get("SVA_LINEARIZER_NO_JIT", "") in ("", "0"):
@@ -20,13 +43,466 @@ if HAVE_NUMBA:
 else:
     prange = range
 
+# every dispatcher made by njit (in definition order): the cache locations and the sources whose
+# changes invalidate numba's cache are read from them
+_DISPATCHERS = []
+
 
 def njit(fn=None, *, parallel=False, inline="never"):
     """Compile in nopython mode with numba's on-disk cache (``@njit``, ``@njit(parallel=True)``,
     ``@njit(inline="always")`` for small helpers of the hot loops), or return `fn` unchanged."""
     def wrap(f):
         if HAVE_NUMBA:
-            return _numba.njit(cache=True, nogil=True, parallel=parallel, inline=inline,
-                               error_model="numpy")(f)
+            d = _numba.njit(cache=True, nogil=True, parallel=parallel, inline=inline,
+                            error_model="numpy")(f)
+            _DISPATCHERS.append(d)
+            return d
         return f
     return wrap(fn) if fn is not None else wrap
+
+
+# ------------------------------------------------------------------------------------------------
+# first run: compile once, visibly
+
+QUIET_ENV = "SVA_LINEARIZER_QUIET"
+MARKER_NAME = "sva_linearizer.compiled-{group}.json"
+LOCK_NAME = "sva_linearizer.compile.lock"
+# the message's estimates: cold compiles measured on a shared 2-core machine (Xeon 2.8 GHz, numba 0.68)
+ESTIMATE_S = {"core": 70, "batch": 25}
+WHAT = {"core": "the numba kernels", "batch": "the parallel kernel of linearize_batch"}
+
+_lock = threading.RLock()
+_done = {}  # group -> the status later calls report: "warm" (compiled or found) or "skipped"
+_warming_thread = None
+_event = None
+if HAVE_NUMBA:
+    try:
+        from numba.core import event as _event
+    except ImportError:  # pragma: no cover - numba without the event API
+        _event = None
+_HAVE_EVENTS = _event is not None
+_DONE_RESULTS = {st: types.MappingProxyType({"status": st, "seconds": 0.0, "cache_dirs": [], "failures": []})
+                 for st in ("warm", "skipped")}
+
+
+def _quiet():
+    return os.environ.get(QUIET_ENV, "") not in ("", "0")
+
+
+def _say(text, end="\n"):
+    try:
+        sys.stderr.write(text + end)
+        sys.stderr.flush()
+    except (OSError, ValueError):  # stderr closed: compiling still has to happen
+        pass
+
+
+def _sources():
+    """The source files holding kernels, in order (numba invalidates a file's cache entries when its
+    modification time or size changes)."""
+    seen = []
+    for d in _DISPATCHERS:
+        path = getattr(getattr(d, "py_func", None), "__code__", None)
+        path = path.co_filename if path is not None else None
+        if path and path not in seen:
+            seen.append(path)
+    return seen
+
+
+def cache_dirs():
+    """The folders numba caches this package's kernels in (one per source folder), in order."""
+    dirs = []
+    for d in _DISPATCHERS:
+        try:
+            path = d._cache._cache_path  # numba's locator: __pycache__, NUMBA_CACHE_DIR, user cache
+        except AttributeError:  # pragma: no cover - another numba version: fall back to the source
+            path = os.path.join(os.path.dirname(d.py_func.__code__.co_filename), "__pycache__")
+        if path not in dirs:
+            dirs.append(path)
+    return dirs
+
+
+def cache_key():
+    """What a warm cache must match: numba and Python versions, this machine's CPU as numba targets
+    it, and every kernel source file's path, modification time and size (numba's own stamp)."""
+    h = hashlib.sha256()
+    parts = [getattr(_numba, "__version__", "?") if HAVE_NUMBA else "-", sys.version,
+             sys.implementation.cache_tag or ""]
+    try:
+        import llvmlite.binding as llvm
+        parts.append(llvm.get_host_cpu_name())
+    except Exception:  # pragma: no cover - a missing/older llvmlite: the key just omits the CPU
+        pass
+    for path in _sources():
+        try:
+            st = os.stat(path)
+            parts.append(f"{path}|{st.st_mtime}|{st.st_size}")
+        except OSError:
+            parts.append(f"{path}|missing")
+    for p in parts:
+        h.update(p.encode("utf-8", "replace"))
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def _groups(group):
+    return list(ESTIMATE_S) if group == "all" else [group]
+
+
+def is_warm(group="core"):
+    """True when every cache folder carries the group's marker for the current cache key (its
+    warm-up ran and nothing has changed since); group "all": every group. Cheap: a few stat()s."""
+    if not HAVE_NUMBA:
+        return True
+    key = cache_key()
+    for g in _groups(group):
+        for folder in cache_dirs():
+            try:
+                with open(os.path.join(folder, MARKER_NAME.format(group=g))) as fh:
+                    if json.load(fh).get("key") != key:
+                        return False
+            except (OSError, ValueError):
+                return False
+    return True
+
+
+def _write_markers(group, seconds):
+    key = cache_key()
+    for folder in cache_dirs():
+        try:
+            os.makedirs(folder, exist_ok=True)
+            name = os.path.join(folder, MARKER_NAME.format(group=group))
+            tmp = f"{name}.{os.getpid()}.tmp"
+            with open(tmp, "w") as fh:
+                json.dump({"key": key, "seconds": round(seconds, 1), "time": time.time()}, fh)
+            os.replace(tmp, name)
+        except OSError:  # a read-only cache: numba could not cache either; say nothing more
+            pass
+
+
+class _FileLock:
+    """An exclusive lock across processes (fcntl; a no-op where it is missing)."""
+
+    def __init__(self, folder):
+        self.path = os.path.join(folder, LOCK_NAME)
+        self.fh = None
+
+    def acquire(self, on_wait=None):
+        try:
+            import fcntl
+            os.makedirs(os.path.dirname(self.path), exist_ok=True)
+            self.fh = open(self.path, "a")
+        except (ImportError, OSError):
+            self.fh = None
+            return
+        try:
+            fcntl.flock(self.fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            if on_wait is not None:
+                on_wait()
+            fcntl.flock(self.fh, fcntl.LOCK_EX)
+
+    def release(self):
+        if self.fh is not None:
+            try:
+                import fcntl
+                fcntl.flock(self.fh, fcntl.LOCK_UN)
+            finally:
+                self.fh.close()
+                self.fh = None
+
+
+def _tiny_model(floating):
+    """A 3-joint tree (revolute, prismatic, a branch at the base) built in code: every kernel has
+    the same argument types for it as for any URDF robot, so compiling for it compiles for all."""
+    import numpy as np
+
+    import sva_linearizer as sl
+
+    m = sl.Model(floating_base=floating, name="warmup")
+    m.set_base_inertia(sl.Inertia(2.0, (0.0, 0.0, 0.01), np.diag([0.02, 0.03, 0.04])).matrix())
+    link = sl.Inertia(0.5, (0.0, 0.0, -0.1), np.diag([0.003, 0.004, 0.002]))
+    a = m.add_body("a", None, sl.Joint.revolute((0.0, 1.0, 0.0)), placement=(np.eye(3), (0.1, 0.0, 0.0)),
+                   inertia=link)
+    m.add_body("b", a, sl.Joint.prismatic((0.0, 0.0, 1.0)), placement=(np.eye(3), (0.0, 0.0, -0.2)),
+               inertia=link)
+    m.add_body("c", None, sl.Joint.revolute((1.0, 0.0, 0.0)), placement=(np.eye(3), (-0.1, 0.0, 0.0)),
+               inertia=link)
+    return m
+
+
+def _tiny_state(m, seed=0):
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    q = np.zeros(m.nq)
+    if m.floating_base:
+        quat = rng.normal(size=4)
+        q[3:7] = quat / np.linalg.norm(quat)
+    q[m.nq - m.nj:] = rng.uniform(-0.5, 0.5, m.nj)
+    return q, rng.normal(size=m.nv) * 0.1, rng.normal(size=m.nj) * 0.1
+
+
+def _stage_linearize(floating):
+    def run():
+        import sva_linearizer as sl
+
+        m = _tiny_model(floating)
+        q, v, tau = _tiny_state(m)
+        state = sl.State.from_vectors(m, q, v)
+        sl.linearize(m, state, tau)
+        sl.linearize(m, state, tau, data=sl.Data(m))
+    return run
+
+
+def _stage_dynamics(floating):
+    def run():
+        import numpy as np
+
+        import sva_linearizer as sl
+
+        m = _tiny_model(floating)
+        q, v, tau = _tiny_state(m)
+        state = sl.State.from_vectors(m, q, v)
+        nu_dot = sl.forward_dynamics(m, state, tau)
+        sl.inverse_mass_matrix(m, state)
+        sl.mass_matrix(m, state)
+        sl.extended_inverse_dynamics(m, state, nu_dot)
+        sl.extended_inverse_dynamics_derivatives(m, state, nu_dot)
+        sl.rneamb(m, state, np.zeros(m.nj))
+    return run
+
+
+def _stage_batch():
+    import numpy as np
+
+    import sva_linearizer as sl
+
+    for floating in (True, False):
+        m = _tiny_model(floating)
+        rows = [_tiny_state(m, seed) for seed in range(3)]
+        Q, V, T = (np.array([r[i] for r in rows]) for i in range(3))
+        sl.linearize_batch(m, Q, V, T)
+        sl.linearize_batch(m, Q, V, T, dt=0.01)
+
+
+def _stage_discrete():
+    import sva_linearizer as sl
+
+    for floating in (True, False):
+        m = _tiny_model(floating)
+        q, v, tau = _tiny_state(m)
+        sl.linearize(m, sl.State.from_vectors(m, q, v), tau, dt=0.01)
+
+
+# (group, name, function): what the warm-up runs, in order. "core": everything one state needs
+# (ensure_compiled() before the first kernel call); "batch": linearize_batch's parallel kernel
+# (ensure_compiled("batch") in linearize_batch). The core may add stages for new kernels.
+WARMUP_STAGES = [
+    ("core", "floating base: linearize", _stage_linearize(True)),
+    ("core", "floating base: dynamics, Minv, ID derivatives", _stage_dynamics(True)),
+    ("core", "fixed base: linearize", _stage_linearize(False)),
+    ("core", "fixed base: dynamics, Minv, ID derivatives", _stage_dynamics(False)),
+    ("core", "discrete time", _stage_discrete),
+    ("batch", "linearize_batch (parallel), floating and fixed base, with and without dt", _stage_batch),
+]
+
+
+class _Progress:
+    """The warm-up's messages, said only once numba really compiles one of this package's kernels
+    (a cache that is warm but has no marker, e.g. filled by quiet or earlier runs, stays silent).
+    Without numba's event API the messages are said from the start."""
+
+    def __init__(self, group, verbose):
+        self.group, self.verbose = group, verbose
+        self.announced = verbose and not _HAVE_EVENTS
+        self.stage = None        # the stage's "[k/n] name" while it runs
+        self.stage_said = False
+        if self.announced:
+            self._header()
+
+    def _header(self):
+        g = self.group
+        _say(f"sva_linearizer: compiling {WHAT[g]} (once per machine, about {ESTIMATE_S[g]} s on 2 cores; "
+             "SVA_LINEARIZER_QUIET=1 hides this) ...")
+
+    def begin(self, label):
+        self.stage, self.stage_said = label, False
+        if self.announced:
+            _say(f"sva_linearizer:   {label} ...", end="")
+            self.stage_said = True
+
+    def compiling(self):
+        """Called (by the event listener) when numba starts compiling one of our kernels."""
+        if not self.verbose:
+            return
+        if not self.announced:
+            self.announced = True
+            self._header()
+        if self.stage is not None and not self.stage_said:
+            _say(f"sva_linearizer:   {self.stage} ...", end="")
+            self.stage_said = True
+
+    def end(self, text):
+        if self.stage_said:
+            _say(f" {text}")
+        self.stage, self.stage_said = None, False
+
+
+_progress = None  # the running warm-up's _Progress (set while _warming_thread is)
+
+
+def _warm_up(group, progress):
+    """Run the group's stages; returns (seconds, failures as 'stage: error' strings)."""
+    t0 = time.perf_counter()
+    failures = []
+    stages = [(name, fn) for g, name, fn in WARMUP_STAGES if g == group]
+    n = len(stages)
+    for k, (name, fn) in enumerate(stages, 1):
+        progress.begin(f"[{k}/{n}] {name}")
+        t = time.perf_counter()
+        try:
+            fn()
+        except Exception as e:  # a stage that fails must not stop the user's own call
+            failures.append(f"{name}: {type(e).__name__}: {e}")
+            progress.compiling()  # a failure is always said
+            progress.end(f"failed ({type(e).__name__}: {e})")
+            continue
+        progress.end(f"({time.perf_counter() - t:.1f} s)")
+    return time.perf_counter() - t0, failures
+
+
+def ensure_compiled(group="core", verbose=None, force=False):
+    """Compile the group's kernels now if numba's on-disk cache is cold for them, saying so on stderr.
+
+    group: "core" (what one state needs: linearize, dynamics, Minv, ID and its derivatives, both
+    bases, discrete time), "batch" (linearize_batch's parallel kernel) or "all". Returns a dict:
+    ``status`` ("warm": nothing to do; "compiled": this call warmed the cache up; "waited": another
+    process did; "skipped": no numba, SVA_LINEARIZER_QUIET set, or a call from inside the warm-up),
+    ``seconds``, ``cache_dirs``, ``failures`` (stages that raised; their kernels compile on first
+    use instead; a read-only mapping on the fast path). The first call per process and group does
+    the work; later calls return at once.
+    verbose: None = print unless SVA_LINEARIZER_QUIET=1. force: run the stages even if the marker
+    says warm (``sva-linearizer compile``; cached kernels just load).
+    """
+    if not force:  # the fast path: every call after the first in a process (~0.1 us)
+        done = _DONE_RESULTS.get(_done.get(group))
+        if done is not None:
+            return done
+    if group == "all":
+        results = [ensure_compiled(g, verbose, force) for g in _groups("all")]
+        order = ("compiled", "waited", "warm", "skipped")
+        return {"status": min((r["status"] for r in results), key=order.index),
+                "seconds": sum(r["seconds"] for r in results),
+                "cache_dirs": cache_dirs() if HAVE_NUMBA else [],
+                "failures": [f for r in results for f in r["failures"]]}
+    if group not in ESTIMATE_S:
+        raise ValueError(f"ensure_compiled: unknown group {group!r} (one of {', '.join(ESTIMATE_S)}, all)")
+    global _warming_thread, _progress
+    result = {"status": "skipped", "seconds": 0.0, "cache_dirs": [], "failures": []}
+    if not HAVE_NUMBA:
+        return result
+    if group in _done and not force:
+        result["status"] = _done[group]
+        return result
+    if _warming_thread == threading.get_ident():  # the warm-up's own calls into the core
+        return result
+    if verbose is None:
+        if _quiet() and not force:
+            _done[group] = "skipped"  # numba compiles on first use, silently, as it does by itself
+            return result
+        verbose = True
+    with _lock:  # other threads wait here until the warm-up is over
+        if group in _done and not force:
+            result["status"] = _done[group]
+            return result
+        dirs = cache_dirs()
+        result["cache_dirs"] = dirs
+        if not force and is_warm(group):
+            _done[group] = "warm"
+            result["status"] = "warm"
+            return result
+        flock = _FileLock(dirs[0]) if dirs else None
+        waited = []
+        t0 = time.perf_counter()
+        if flock is not None:
+            flock.acquire(on_wait=lambda: (waited.append(1), verbose and _say(
+                "sva_linearizer: another process is compiling the kernels; waiting for it ...")))
+        try:
+            if waited and not force and is_warm(group):
+                _done[group] = "warm"
+                result.update(status="waited", seconds=time.perf_counter() - t0)
+                if verbose:
+                    _say(f"sva_linearizer: compiled kernels ready after {result['seconds']:.1f} s")
+                return result
+            global _progress
+            progress = _Progress(group, verbose)
+            _warming_thread, _progress = threading.get_ident(), progress
+            try:
+                seconds, failures = _warm_up(group, progress)
+            finally:
+                _warming_thread, _progress = None, None
+            if not failures:
+                _write_markers(group, seconds)
+            _done[group] = "warm"
+            result.update(status="compiled", seconds=seconds, failures=failures)
+            if progress.announced:
+                where = ", ".join(dirs)
+                if failures:
+                    _say(f"sva_linearizer: warm-up done in {seconds:.1f} s with {len(failures)} failed "
+                         f"stage(s); their kernels compile on first use. Cache: {where}")
+                else:
+                    _say(f"sva_linearizer: done in {seconds:.1f} s, cached in {where}")
+            return result
+        finally:
+            if flock is not None:
+                flock.release()
+
+
+def reset_for_tests():
+    """Forget this process's 'done' state (tests only)."""
+    _done.clear()
+
+
+# ------------------------------------------------------------------------------------------------
+# a compile nobody announced: say so too
+
+if _event is not None:
+    class _ColdCompileListener(_event.Listener):
+        """Reports a compile of one of this package's kernels that happens outside the warm-up
+        (numba emits "numba:compile" on cache misses only): a kernel the warm-up does not
+        cover, or a core path that does not call ensure_compiled. One line per outermost
+        kernel, with its time."""
+
+        def __init__(self):
+            self.local = threading.local()
+
+        def _ours(self, event):
+            d = (event.data or {}).get("dispatcher")
+            return d is not None and any(d is x for x in _DISPATCHERS)
+
+        def on_start(self, event):
+            if not self._ours(event):
+                return
+            depth = getattr(self.local, "depth", 0)
+            self.local.depth = depth + 1
+            progress = _progress
+            if progress is not None and _warming_thread == threading.get_ident():
+                progress.compiling()
+                return
+            if depth == 0 and _warming_thread is None and not _quiet():
+                self.local.t0 = time.perf_counter()
+                name = getattr(event.data["dispatcher"], "__name__", "?")
+                _say(f"sva_linearizer: compiling kernel {name} (not in numba's cache yet; once per "
+                     "machine) ...", end="")
+                self.local.announced = True
+
+        def on_end(self, event):
+            if not self._ours(event):
+                return
+            self.local.depth = getattr(self.local, "depth", 1) - 1
+            if self.local.depth == 0 and getattr(self.local, "announced", False):
+                self.local.announced = False
+                _say(f" ({time.perf_counter() - self.local.t0:.1f} s)")
+
+    _event.register("numba:compile", _ColdCompileListener())

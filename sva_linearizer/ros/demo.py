@@ -5,9 +5,15 @@ quadruped integrating its own forward dynamics, publishing joint_states and odom
 (``sva-linearizer node --transport dds``), and this one, which pairs linearization/A, /B and /stamp
 (content-addressed, see :mod:`sva_linearizer.ros.messages`) and prints sizes, stamp, latency and a
 few eigenvalues of A for a few seconds; then everything is stopped and the demo exits.
+
+Child processes run the very package this process imported (:func:`package_command`), not one
+that happens to be importable from the current directory (a checkout), so the demo, its children
+and the installed commands share one numba cache: the kernels compile once, in this process
+(with progress on stderr), before the children start.
 """
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
@@ -27,9 +33,42 @@ def _pump(stream, sink, prefix, echo):
             print(f"{prefix}{line.rstrip()}", flush=True)
 
 
+# Prelude of a child's `python -c`: drop the current directory from sys.path (as a console script
+# has it) and import sva_linearizer from the folder given as the first argument.
+_PIN_PACKAGE = (
+    "import importlib.util, os, sys; sys.path[:] = [p for p in sys.path if p != '']; "
+    "_d = sys.argv.pop(1); _s = importlib.util.spec_from_file_location("
+    "'sva_linearizer', os.path.join(_d, '__init__.py'), submodule_search_locations=[_d]); "
+    "_m = importlib.util.module_from_spec(_s); sys.modules['sva_linearizer'] = _m; _s.loader.exec_module(_m)")
+
+
+def package_command(module, *args):
+    """The command line running ``python -m <module> args`` with this process's interpreter and the
+    copy of sva_linearizer this process imported. (``python -m`` puts the current directory first
+    on sys.path: run from a checkout next to an installed copy, it imports the checkout, which
+    numba caches separately and compiles again.) The child imports the package from this copy's
+    folder, whatever its sys.path holds, and does not look in the current directory."""
+    import sva_linearizer
+
+    folder = os.path.dirname(os.path.abspath(sva_linearizer.__file__))
+    code = _PIN_PACKAGE + "; import runpy; runpy.run_module(sys.argv.pop(1), run_name='__main__', alter_sys=True)"
+    return [sys.executable, "-c", code, folder, module, *args]
+
+
+def _same_package(cmd):
+    """[sys.executable, '-m', 'sva_linearizer...', ...] -> package_command(...); others unchanged."""
+    cmd = list(cmd)
+    if (len(cmd) >= 3 and cmd[0] == sys.executable and cmd[1] == "-m"
+            and (cmd[2] == "sva_linearizer" or cmd[2].startswith("sva_linearizer."))):
+        return package_command(cmd[2], *cmd[3:])
+    return cmd
+
+
 def start_process(cmd, env, prefix, echo=True):
-    """Child process with stdout+stderr collected (and echoed with a prefix) by a thread."""
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    """Child process with stdout+stderr collected (and echoed with a prefix) by a thread.
+    ``[sys.executable, "-m", "sva_linearizer...", ...]`` runs this process's copy of the package
+    (:func:`package_command`)."""
+    proc = subprocess.Popen(_same_package(cmd), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             bufsize=1)
     proc.lines = []
     threading.Thread(target=_pump, args=(proc.stdout, proc.lines, prefix, echo), daemon=True).start()
@@ -75,6 +114,9 @@ def run_demo(seconds=5.0, robot="quadruped", rate=100.0, startup_timeout=120.0, 
     py = sys.executable
     print(f"demo: robot '{robot}', DDS domain {domain} on loopback (127.0.0.1, no multicast); "
           f"joint_states at {rate:g} Hz for {seconds:g} s", file=out, flush=True)
+    from .._jit import ensure_compiled
+
+    ensure_compiled()  # a cold cache compiles here, once, with progress; the children then load it
     transport = DdsTransport("sva_linearizer_echo", domain_id=domain, config=loopback_config())
     node = start_process([py, "-m", "sva_linearizer.ros", "node", "--robot", robot, "--transport", "dds",
                           "--param", "warn_period=1.0"], env, "  [node] ")
@@ -100,7 +142,7 @@ def run_demo(seconds=5.0, robot="quadruped", rate=100.0, startup_timeout=120.0, 
     code = 1
     try:
         echo = Echo(transport, on_pair)
-        print("demo: starting the node (the very first run compiles the kernels: up to a minute)",
+        print("demo: starting the node",
               file=out, flush=True)
         if not transport.wait_for_writers(echo.readers[2], startup_timeout):
             raise RuntimeError("the node did not come up (see its output above)")

@@ -1,0 +1,198 @@
+"""First run: ensure_compiled() says once that the kernels compile, with progress, and is silent
+afterwards; it is safe from threads and processes; `sva-linearizer compile` does it explicitly;
+the demo's child processes import the parent's copy of the package (one numba cache).
+
+The mechanics are tested with a stand-in warm-up stage in a private NUMBA_CACHE_DIR (seconds);
+test_compile_covers_what_a_robot_uses compiles for real in an empty cache (about a minute or two)."""
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import time
+
+import pytest
+
+from sva_linearizer import _jit
+
+needs_numba = pytest.mark.skipif(not _jit.HAVE_NUMBA, reason="numba is not installed")
+
+FAKE = r"""
+import json, sys, threading, time
+import sva_linearizer, sva_linearizer._jit as j
+import fake_kernel                                 # one tiny kernel made by sva_linearizer's njit
+calls = []
+inner = []
+def stage():
+    calls.append(1)
+    inner.append(j.ensure_compiled()["status"])   # a call from inside the warm-up returns at once
+    fake_kernel.plus_one(1)                        # compiles on a cold cache, loads on a warm one
+    time.sleep(float(sys.argv[1]))
+j.WARMUP_STAGES[:] = [("core", "stand-in stage", stage)]
+res = []
+ts = [threading.Thread(target=lambda: res.append(j.ensure_compiled()["status"])) for _ in range(4)]
+for t in ts: t.start()
+for t in ts: t.join()
+print(json.dumps({"calls": len(calls), "inner": inner, "statuses": sorted(res), "warm": j.is_warm(),
+                  "dirs": j.cache_dirs()}))
+"""
+KERNEL = "from sva_linearizer._jit import njit\n\n@njit\ndef plus_one(x):\n    return x + 1\n"
+
+
+def _fake(cache, sleep=0.0, **env):
+    src = pathlib.Path(cache).parent / "src"
+    src.mkdir(parents=True, exist_ok=True)
+    if not (src / "fake_kernel.py").exists():  # rewriting it would change its stamp: a cold cache
+        (src / "fake_kernel.py").write_text(KERNEL)
+    return subprocess.Popen([sys.executable, "-c", FAKE, str(sleep)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, NUMBA_CACHE_DIR=str(cache), PYTHONPATH=str(src), **env))
+
+
+def _result(p):
+    out, err = p.communicate(timeout=300)
+    assert p.returncode == 0, err
+    return json.loads(out.strip().splitlines()[-1]), err
+
+
+@needs_numba
+def test_cold_cache_says_so_once_then_silent(tmp_path):
+    r, err = _result(_fake(tmp_path / "cache"))
+    assert r["calls"] == 1 and r["inner"] == ["skipped"]          # once, for 4 threads
+    assert r["statuses"] == ["compiled", "warm", "warm", "warm"] and r["warm"]
+    assert "sva_linearizer: compiling the numba kernels (once per machine" in err
+    assert "[1/1] stand-in stage ... (" in err
+    assert f"done in " in err and f"cached in {r['dirs'][0]}" in err
+    assert all(pathlib.Path(d).is_relative_to(tmp_path) for d in r["dirs"])
+    assert (pathlib.Path(r["dirs"][0]) / _jit.MARKER_NAME.format(group="core")).is_file()
+    r, err = _result(_fake(tmp_path / "cache"))                     # the next process: warm, silent
+    assert r["calls"] == 0 and r["statuses"] == ["warm"] * 4 and err == ""
+
+
+@needs_numba
+def test_stale_marker_runs_the_warm_up_silently_when_nothing_compiles(tmp_path):
+    """A marker of other sources (or none) makes the warm-up run; it says something only when
+    numba really compiles (here the kernels are in the cache: silent); a cold cache is announced."""
+    r, _ = _result(_fake(tmp_path / "cache"))
+    for d in r["dirs"]:
+        (pathlib.Path(d) / _jit.MARKER_NAME.format(group="core")).write_text(json.dumps({"key": "other"}))
+    r, err = _result(_fake(tmp_path / "cache"))
+    assert r["calls"] == 1 and r["warm"] and err == ""
+    for p in (tmp_path / "cache").rglob("*.nb*"):
+        p.unlink()
+    for d in r["dirs"]:
+        (pathlib.Path(d) / _jit.MARKER_NAME.format(group="core")).unlink()
+    r, err = _result(_fake(tmp_path / "cache"))
+    assert r["calls"] == 1 and "compiling the numba kernels" in err and "[1/1] stand-in stage" in err
+
+
+@needs_numba
+def test_quiet_env_and_no_jit_do_nothing(tmp_path):
+    r, err = _result(_fake(tmp_path / "q" / "cache", SVA_LINEARIZER_QUIET="1"))
+    assert r["calls"] == 0 and r["statuses"] == ["skipped"] * 4 and err == ""
+    r, err = _result(_fake(tmp_path / "n" / "cache", SVA_LINEARIZER_NO_JIT="1"))
+    assert r["calls"] == 0 and r["statuses"] == ["skipped"] * 4 and err == ""
+
+
+@needs_numba
+def test_two_processes_compile_once(tmp_path):
+    first = _fake(tmp_path / "cache", sleep=3.0)
+    time.sleep(1.5)                      # the first one holds the lock (its import takes ~1 s)
+    second = _fake(tmp_path / "cache")
+    r1, err1 = _result(first)
+    r2, err2 = _result(second)
+    results = sorted([(r1, err1), (r2, err2)], key=lambda x: -x[0]["calls"])
+    (ra, erra), (rb, errb) = results
+    assert ra["calls"] == 1 and rb["calls"] == 0, (err1, err2)
+    assert "waited" in rb["statuses"] and "another process is compiling the kernels" in errb
+
+
+def test_compile_command_without_numba():
+    r = subprocess.run([sys.executable, "-m", "sva_linearizer.cli", "compile"], capture_output=True,
+                       text=True, timeout=300, env=dict(os.environ, SVA_LINEARIZER_NO_JIT="1"))
+    assert r.returncode == 0 and "nothing to compile" in r.stdout
+
+
+CHILD_IMPORT = "import sva_linearizer, sys; print(sva_linearizer.__file__)"
+
+
+def test_demo_children_import_the_parents_package(tmp_path):
+    """From a folder holding another `sva_linearizer` (a checkout next to an installed copy),
+    `python -m` imports that one (its own numba cache: a second compile); package_command runs
+    this process's copy."""
+    from sva_linearizer.ros import demo
+
+    decoy = tmp_path / "sva_linearizer"
+    (decoy / "ros").mkdir(parents=True)
+    (decoy / "__init__.py").write_text("raise SystemExit('decoy package imported')\n")
+    (decoy / "ros" / "__init__.py").write_text("")
+    plain = subprocess.run([sys.executable, "-m", "sva_linearizer.ros", "sim", "--help"], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=300)
+    assert "decoy package imported" in plain.stderr          # the problem being fixed
+    cmd = demo.package_command("sva_linearizer.ros", "sim", "--help")
+    r = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and "--rate" in r.stdout, r.stderr
+    # start_process rewrites the demo's and bench-node's `-m sva_linearizer...` commands the same way
+    assert demo._same_package([sys.executable, "-m", "sva_linearizer.ros", "node"]) == \
+        demo.package_command("sva_linearizer.ros", "node")
+    assert demo._same_package(["other", "-m", "x"]) == ["other", "-m", "x"]
+    import sva_linearizer
+    folder = os.path.dirname(os.path.abspath(sva_linearizer.__file__))
+    r = subprocess.run([sys.executable, "-c", demo._PIN_PACKAGE + "; " + CHILD_IMPORT, folder], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=300)
+    assert r.stdout.strip() == os.path.abspath(sva_linearizer.__file__), r.stderr
+
+
+@needs_numba
+def test_compile_covers_what_a_robot_uses(tmp_path):
+    """`sva-linearizer compile` in an empty cache, then a fresh process linearizing the bundled
+    quadruped (one state, a batch, forward dynamics, fixed base too) finds every kernel cached:
+    it writes no new cache file and says nothing."""
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
+    r = subprocess.run([sys.executable, "-m", "sva_linearizer.cli", "compile"], capture_output=True,
+                       text=True, timeout=900, env=env)
+    assert r.returncode == 0, r.stderr
+    assert "compiling the numba kernels" in r.stderr and "compiled kernels ready" in r.stdout
+    files = {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*.nb*")}
+    assert files
+    use = ("import numpy as np, sva_linearizer as sl\n"
+           "from sva_linearizer.robots import load_robot\n"
+           "for fb in (True, False):\n"
+           "    m = load_robot('quadruped', floating_base=fb)\n"
+           "    q = np.zeros(m.nq); q[6 if fb else 0] = 1.0\n"
+           "    st = sl.State.from_vectors(m, q, np.ones(m.nv))\n"
+           "    sl.linearize(m, st, np.ones(m.nj)); sl.forward_dynamics(m, st, np.ones(m.nj))\n"
+           "    sl.linearize_batch(m, np.tile(q, (3, 1)), np.ones((3, m.nv)), np.ones((3, m.nj)))\n")
+    r = subprocess.run([sys.executable, "-c", use], capture_output=True, text=True, timeout=900, env=env)
+    assert r.returncode == 0, r.stderr
+    after = {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*.nb*")}
+    assert after == files, sorted(set(map(str, after)) ^ set(map(str, files)))
+    r = subprocess.run([sys.executable, "-m", "sva_linearizer.cli", "compile", "--status"],
+                       capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == 0 and r.stdout.startswith("core: warm, batch: warm (cache: ")
+
+
+@needs_numba
+def test_an_unannounced_compile_is_reported(tmp_path):
+    """A kernel compiled outside the warm-up (one it does not cover, or a core path that did not
+    call ensure_compiled) still says so, with its time; from the cache, nothing is said."""
+    (tmp_path / "extra_kernel.py").write_text(
+        "from sva_linearizer._jit import njit\n\n@njit\ndef plus_one(x):\n    return x + 1\n")
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=str(tmp_path))
+    code = "import extra_kernel; print(extra_kernel.plus_one(1))"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == 0 and r.stdout.strip() == "2", r.stderr
+    assert "sva_linearizer: compiling kernel plus_one (not in numba's cache yet" in r.stderr
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == 0 and r.stderr == ""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                       env=dict(env, NUMBA_CACHE_DIR=str(tmp_path / "cache2"), SVA_LINEARIZER_QUIET="1"))
+    assert r.returncode == 0 and r.stderr == ""
+
+
+@needs_numba
+def test_compile_status_on_a_cold_cache(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "sva_linearizer.cli", "compile", "--status"], capture_output=True,
+                       text=True, timeout=300, env=dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path)))
+    assert r.returncode == 1 and r.stdout.startswith("core: cold, batch: cold (cache: ")
+    assert str(tmp_path) in r.stdout and r.stderr == ""
