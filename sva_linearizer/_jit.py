@@ -436,6 +436,8 @@ def ensure_compiled(group="core", verbose=None, force=False):
                     _say(f"sva_linearizer: compiled kernels ready after {result['seconds']:.1f} s")
                 return result
             global _progress
+            if not any(is_warm(g) for g in ESTIMATE_S):   # nothing compiled from these sources
+                _drop_cache(dirs)
             progress = _Progress(group, verbose)
             _warming_thread, _progress = threading.get_ident(), progress
             try:
@@ -457,6 +459,25 @@ def ensure_compiled(group="core", verbose=None, force=False):
         finally:
             if flock is not None:
                 flock.release()
+
+
+def _drop_cache(dirs):
+    """Delete this package's compiled kernels from numba's cache before a cold warm-up. numba
+    invalidates a kernel's cache entry only when the kernel's own source file changes, but a
+    pipeline's machine code contains the kernels it calls from other files (linearize_state holds
+    eidamb.py's EIDAmb): after an edit to eidamb.py the cached pipeline would still run the old
+    code. The marker's key covers every kernel file, so a cold key means: compile everything."""
+    for folder in dirs:
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            continue
+        for name in names:
+            if name.endswith((".nbi", ".nbc")):
+                try:
+                    os.remove(os.path.join(folder, name))
+                except OSError:
+                    pass
 
 
 def reset_for_tests():

@@ -21,7 +21,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from ._jit import njit
+from ._jit import ensure_compiled, njit
 
 # Int buffer: a header [n, floating, nrng], then these.
 INT_HEADER = ("n", "floating", "nrng")
@@ -173,6 +173,7 @@ class Data:
     uses it. One Data serves one call at a time: give each thread its own (`data.copy()`)."""
 
     def __init__(self, model):
+        ensure_compiled()   # the first time a process meets a cold cache: compile, with progress
         arr = model.arrays()
         self._arrays = arr
         self.model_name = model.name

@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 
-from ._jit import njit
+from ._jit import ensure_compiled, njit
 from .spatial import matrix_to_quat, quat_to_matrix
 
 QUATERNION_TOLERANCE = 1e-6  # |norm - 1| up to this is normalised silently; beyond it is an error
@@ -80,6 +80,7 @@ class State:
     def from_vectors(cls, model, q, v):
         """q = [p(3), quaternion x y z w (4), s(nj)] and v = [v_lin(3), w(3), r(nj)] (body twist)
         for a floating base; q = s, v = r for a fixed base (Pinocchio's conventions)."""
+        ensure_compiled()
         nj, floating = len(model.bodies), model.floating_base
         nq, nv = (nj + 7, nj + 6) if floating else (nj, nj)
         if _is_vector(q, nq) and _is_vector(v, nv):
@@ -87,7 +88,7 @@ class State:
         else:
             q = np.array(as_vector("q", q, nq))
             v = np.array(as_vector("v", v, nv))
-        status = _check_floating(q, v) if floating else _check_fixed(q, v)
+        status = check_vectors(q, v, _EMPTY, floating, QUATERNION_TOLERANCE)
         if status == 4:                   # within tolerance: normalised
             q[3:7] /= math.sqrt(q[3:7] @ q[3:7])
         elif status != 0:
@@ -194,11 +195,4 @@ def check_vectors(q, v, tau, floating, tol):
     return 0
 
 
-@njit
-def _check_floating(q, v):
-    return check_vectors(q, v, q[0:0], True, QUATERNION_TOLERANCE)
-
-
-@njit
-def _check_fixed(q, v):
-    return check_vectors(q, v, q[0:0], False, QUATERNION_TOLERANCE)
+_EMPTY = np.zeros(0)

@@ -76,7 +76,7 @@ def eidamb_entry(ib, fb, q, vel, nu_dot):
     if prepare(m, d, q, vel, nu_dot) != 0:
         return BAD_INPUT
     set_base_acceleration(m, d, nu_dot)
-    eidamb(m, d, vel, nu_dot, True)
+    eidamb(m, d, vel, nu_dot, m.nb > 0)     # velocities too (a run-time bool, see linearize_state)
     return 0
 
 

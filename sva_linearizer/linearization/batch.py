@@ -24,7 +24,7 @@ from numpy.typing import ArrayLike
 if TYPE_CHECKING:
     from ..model import Model
 
-from .._jit import HAVE_NUMBA, njit
+from .._jit import HAVE_NUMBA, ensure_compiled, njit
 from ..data import check_fits, get_data, views
 from .continuous import _out_arrays, linearize, linearize_entry, linearize_state, status_error
 from .discrete import check_dt
@@ -99,6 +99,7 @@ def linearize_batch(model: Model, q_batch: ArrayLike, v_batch: ArrayLike, tau_ba
     compiled calls, in parallel over worker threads (module docstring). dt: return the discrete-time (Ad, Bd)
     instead (semi-implicit Euler, see linearize). out: the (A, B) (or (Ad, Bd)) to write into.
     A bad state raises a ValueError naming the first one (by index). Threads: num_threads()."""
+    ensure_compiled("batch")
     Q, V, T = _batch_arrays(model, q_batch, v_batch, tau_batch)
     if dt is not None:
         dt = check_dt(dt)

@@ -76,7 +76,8 @@ def linearize_state(m, d, q, vel, tau, A, B, dt, Ad, Bd):
     for i in range(nv):
         nu_dot[i] = 0.0
     set_base_acceleration(m, d, nu_dot)
-    eidamb(m, d, vel, nu_dot, True)
+    yes = m.nb > 0          # a run-time bool: the literals True / False would compile eidamb twice
+    eidamb(m, d, vel, nu_dot, yes)
     for i in range(off):
         bias[i] = -d.f[0, i]
     for k in range(1, m.nb):
@@ -92,7 +93,7 @@ def linearize_state(m, d, q, vel, tau, A, B, dt, Ad, Bd):
         nu_dot[i] = acc
     # EIDAmb at the consistent acceleration, then its derivatives (Tables 4.2-4.5)
     set_base_acceleration(m, d, nu_dot)
-    eidamb(m, d, vel, nu_dot, False)
+    eidamb(m, d, vel, nu_dot, not yes)
     eidamb_derivatives(m, d)
     # A = [[-ad(v) (+) 0, I], [-Minv D]], B = [[0], [Minv S]]  (3.53)
     nx = 2 * nv
