@@ -96,7 +96,8 @@ def split_state(m, q, vel):
 @njit(inline="always")
 def prepare(m, d, q, vel):
     """Joint and tree transforms at s; R = ^AR_0 of the base quaternion; a_0^r = ^0X_A a_grav
-    (EIDAmb line 7: gravity as an upward acceleration of the base); v[0] = the base twist."""
+    (EIDAmb line 7: gravity as an upward acceleration of the base); v[0] = the base twist; no
+    external forces (fext = 0: contacts.py sets them after this)."""
     quat, s, vb, r = split_state(m, q, vel)
     joint_transforms(m, d, s)
     R, g0 = d.R, d.g0
@@ -112,6 +113,10 @@ def prepare(m, d, q, vel):
         g0[i + 3] = 0.0
     for i in range(6):
         d.v[0, i] = vb[i] if m.floating else 0.0
+    fext = d.fext                           # no external forces unless a contact pipeline sets them
+    for k in range(m.nb):
+        for i in range(6):
+            fext[k, i] = 0.0
 
 
 def fill_custom(d, s):
