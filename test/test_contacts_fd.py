@@ -134,3 +134,87 @@ def test_rigid_contacts_fd(case, floating):
         Bn[:, i], Bl[:, i] = (n1 - n2) / 2, (l1 - l2) / 2
     assert e_max(lin.B[nv:], Bn) <= 1e-8
     assert e_max(lin.dforces_dtau, Bl) <= 1e-8
+
+
+def test_discrete_step_with_contacts_fd():
+    """dt=: Ad, Bd of the semi-implicit Euler step of the constrained dynamics against central
+    differences of that step on the Lie group (z+ = log(H+nominal^-1 H+), s+, nu+)."""
+    from sva_linearizer.spatial import se3_exp
+
+    rng = np.random.default_rng(21)
+    model = random_tree(rng, n=14, floating_base=True, parents=TWO_LEGS)
+    st = random_state(model, rng)
+    tau = rng.normal(size=model.nj)
+    cs = random_contacts(model, rng, ["point", "6d"], ["world_aligned", "local"], gains=True)
+    fixed = anchored(model, st, cs)
+    dt = 0.01
+    lin = sl.linearize(model, st, tau, contacts=cs, dt=dt)
+    nv = model.nv
+
+    def step(s, t=tau):
+        nu_dot, _ = sl.forward_dynamics(model, s, t, contacts=fixed)
+        nu_p = s.v + dt * nu_dot
+        dR, dp = se3_exp(dt * nu_p[0:6])
+        return s.R @ dR, s.p + s.R @ dp, s.s + dt * nu_p[6:], nu_p
+
+    R0, p0, s0, nu0 = step(st)
+
+    def z_plus(res):
+        R, p, sj, nup = res
+        return np.concatenate([se3_log(R0.T @ R, R0.T @ (p - p0)), sj - s0, nup - nu0])
+
+    Ad_fd = fd_columns(lambda s: z_plus(step(s)), model, st)
+    assert e_max(lin.Ad, Ad_fd) <= 1e-6, e_max(lin.Ad, Ad_fd)
+    Bd_fd = np.zeros((2 * nv, model.nj))
+    for i in range(model.nj):
+        e = np.zeros(model.nj)
+        e[i] = 1e-3
+        Bd_fd[:, i] = (z_plus(step(st, tau + e)) - z_plus(step(st, tau - e))) / 2e-3
+    assert e_max(lin.Bd, Bd_fd) <= 1e-6, e_max(lin.Bd, Bd_fd)
+
+
+def test_batch_with_contacts_and_forces():
+    rng = np.random.default_rng(8)
+    model = random_tree(rng, n=14, floating_base=True, parents=TWO_LEGS)
+    sts = [random_state(model, rng) for _ in range(3)]
+    Q = np.stack([s.q for s in sts])
+    V = np.stack([s.v for s in sts])
+    T = rng.normal(size=(3, model.nj))
+    c_rigid = sl.Contact("j6", "point", "world_aligned", baumgarte=(5.0, 1.0))
+    c_force = sl.Contact("j13", "6d", "local")
+    F = rng.normal(size=(3, 6))
+    A, B = sl.linearize_batch(model, Q, V, T, contacts=[c_rigid], forces=[(c_force, F)])
+    Ad, Bd = sl.linearize_batch(model, Q, V, T, contacts=[c_rigid], forces=[(c_force, F)], dt=0.02)
+    assert B.shape == (3, 2 * model.nv, model.nj + 6)
+    for i, s in enumerate(sts):
+        lin = sl.linearize(model, s, T[i], contacts=[c_rigid], forces=[(c_force, F[i])], dt=0.02)
+        assert np.array_equal(A[i], lin.A) and np.array_equal(B[i], lin.B)
+        assert np.array_equal(Ad[i], lin.Ad) and np.array_equal(Bd[i], lin.Bd)
+
+
+@pytest.mark.parametrize("floating", [True, False])
+def test_rigid_contacts_with_input_forces_fd(floating):
+    """Both at once: a rigid contact on one leg, a given force on the other (B = [B_tau | B_f],
+    B_f through the KKT system)."""
+    rng = np.random.default_rng(31 + floating)
+    model = random_tree(rng, n=14, floating_base=floating, parents=TWO_LEGS)
+    st = random_state(model, rng)
+    tau = rng.normal(size=model.nj)
+    c = sl.Contact("j6", "point", "world_aligned", offset=(0.02, 0.01, 0.0), baumgarte=(8.0, 2.0))
+    cf = sl.Contact("j13", "6d", "world_aligned", offset=(0.0, -0.03, 0.02))
+    f = rng.normal(size=6) * 4
+    lin = sl.linearize(model, st, tau, contacts=[c], forces=[(cf, f)])
+    fixed = anchored(model, st, [c])
+    nv, nj = model.nv, model.nj
+    both = fd_columns(lambda s: np.concatenate(sl.forward_dynamics(model, s, tau, contacts=fixed,
+                                                                   forces=[(cf, f)])), model, st)
+    assert e_max(lin.A[nv:], both[:nv]) <= 1e-6, e_max(lin.A[nv:], both[:nv])
+    assert e_max(lin.dforces_dz, both[nv:]) <= 1e-6
+    Bf = np.zeros((nv, 6))
+    for i in range(6):
+        e = np.zeros(6)
+        e[i] = 1.0
+        n1, _ = sl.forward_dynamics(model, st, tau, contacts=fixed, forces=[(cf, f + e)])
+        n2, _ = sl.forward_dynamics(model, st, tau, contacts=fixed, forces=[(cf, f - e)])
+        Bf[:, i] = (n1 - n2) / 2
+    assert e_max(lin.B[nv:, nj:], Bf) <= 1e-8

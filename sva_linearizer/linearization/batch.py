@@ -94,14 +94,22 @@ def _batch_arrays(model, q_batch, v_batch, tau_batch):
 
 def linearize_batch(model: Model, q_batch: ArrayLike, v_batch: ArrayLike, tau_batch: ArrayLike, *,
                     dt: float | None = None,
-                    out: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
+                    out: tuple[np.ndarray, np.ndarray] | None = None,
+                    contacts=None, forces=None) -> tuple[np.ndarray, np.ndarray]:
     """A (N, 2nv, 2nv) and B (N, 2nv, nj) for N states given as flat vectors (rows), computed in
     compiled calls, in parallel over worker threads (module docstring). dt: return the discrete-time (Ad, Bd)
     instead (semi-implicit Euler, see linearize). out: the (A, B) (or (Ad, Bd)) to write into.
-    A bad state raises a ValueError naming the first one (by index). Threads: num_threads()."""
+    A bad state raises a ValueError naming the first one (by index). Threads: num_threads().
+
+    contacts=[sl.Contact, ...] (the same for every state; anchor None: each state's own frame
+    pose) and/or forces=[(sl.Contact, F), ...] with F (dim,) for every state or (N, dim) per
+    state: linearize(..., contacts=, forces=) state by state (B then has nj + m columns with
+    forces; the contact forces and their derivatives: call linearize per state)."""
     Q, V, T = _batch_arrays(model, q_batch, v_batch, tau_batch)
     if dt is not None:
         dt = check_dt(dt)
+    if contacts or forces:
+        return _batch_contacts(model, Q, V, T, dt, out, contacts, forces)
     N = Q.shape[0]
     nv, nj = model.nv, model.nj
     nx = 2 * nv
@@ -154,4 +162,32 @@ def linearize_batch(model: Model, q_batch: ArrayLike, v_batch: ArrayLike, tau_ba
                              np.empty_like(B1))
         err = status_error(model, d1, s1, Q[i], V[i], T[i], A1, B1)
         raise ValueError(f"linearize_batch: state {i}: {err}")
+    return OA, OB
+
+
+def _batch_contacts(model, Q, V, T, dt, out, contacts, forces):
+    """linearize_batch with contacts / forces: one linearize per state (their contact algebra is
+    numpy, see linearization/contacts.py)."""
+    from ..state import State
+
+    N = Q.shape[0]
+    nv, nj = model.nv, model.nj
+    per_state = []
+    for c, F in (forces or []):
+        F = np.asarray(F, dtype=float)
+        if F.ndim == 2 and F.shape[0] != N:
+            raise ValueError(f"linearize_batch: the force on {getattr(c, 'frame', c)!r} has {F.shape[0]} "
+                             f"rows for {N} states")
+        per_state.append((c, F))
+    m = sum(getattr(c, "dim", 0) for c, _ in per_state)
+    nx = 2 * nv
+    OA, OB = _out_arrays(out, (N, nx, nx), (N, nx, nj + m))
+    for i in range(N):
+        fs = [(c, F[i] if F.ndim == 2 else F) for c, F in per_state] or None
+        try:
+            st = State.from_vectors(model, Q[i], V[i])
+            lin = linearize(model, st, T[i], dt=dt, contacts=contacts, forces=fs)
+        except ValueError as e:
+            raise ValueError(f"linearize_batch: state {i}: {e}") from None
+        OA[i], OB[i] = (lin.Ad, lin.Bd) if dt is not None else (lin.A, lin.B)
     return OA, OB

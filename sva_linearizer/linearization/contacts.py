@@ -20,6 +20,7 @@ from ..algorithms.kinematics import fill_custom, prepare
 from ..data import get_data, views
 from ..state import QUATERNION_TOLERANCE, check_vectors, input_error
 from .continuous import Linearization, free_acceleration, linearize_at
+from .discrete import check_dt, discretize
 from .overflow import overflow_error
 
 if TYPE_CHECKING:
@@ -98,8 +99,11 @@ def solve_contacts(model: Model, state: State, tau: np.ndarray, contacts, forces
 
 
 def linearize_contacts(model: Model, state: State, tau: np.ndarray, contacts, forces,
-                       data=None) -> Linearization:
-    """sl.linearize(..., contacts=, forces=): see algorithms/contacts.py."""
+                       data=None, dt: float | None = None) -> Linearization:
+    """sl.linearize(..., contacts=, forces=, dt=): see algorithms/contacts.py; with dt also Ad, Bd
+    of the semi-implicit Euler step (discrete.py) of the constrained / forced dynamics."""
+    if dt is not None:
+        dt = check_dt(dt)
     d = get_data(model, data)
     d._busy = True
     try:
@@ -139,10 +143,15 @@ def linearize_contacts(model: Model, state: State, tau: np.ndarray, contacts, fo
         B[nv:, nj:] = B_f
         if not (np.all(np.isfinite(A)) and np.all(np.isfinite(B))):
             raise overflow_error(model, d, state.q, v, tau, A, B0)
-        return Linearization(A, B, s.nu_dot.copy(), Minv, D, forces=forces_out, dforces_dz=dz,
-                             dforces_dtau=dtau)
+        lin = Linearization(A, B, s.nu_dot.copy(), Minv, D, forces=forces_out, dforces_dz=dz,
+                            dforces_dtau=dtau)
     finally:
         d._busy = False
+    if dt is not None:
+        v_plus = state.v[0:6] + dt * lin.nu_dot[0:6] if model.floating_base else None
+        lin.dt = dt
+        lin.Ad, lin.Bd = discretize(lin.A, lin.B, dt, v_plus)
+    return lin
 
 
 def forward_dynamics_contacts(model: Model, state: State, tau: np.ndarray, contacts=None, forces=None,

@@ -206,7 +206,7 @@ def linearize(model: Model, state: State, tau: ArrayLike, *, data: Data | None =
 
     contacts: [sl.Contact, ...] rigid contacts (the constrained dynamics, KKT; lin.forces and their
     derivatives); forces: [(sl.Contact, f), ...] contact forces as given inputs (B = [B_tau | B_f]);
-    see linearization/contacts.py. With either, out and dt are not supported yet.
+    see linearization/contacts.py (dt works with them too; out does not).
 
     data: an sl.Data(model) to reuse (no allocation at all); the returned Linearization's arrays
     (A, B, nu_dot, Minv, D, Ad, Bd) are then views into it, overwritten by its next use. Without it, fresh arrays are returned
@@ -216,10 +216,11 @@ def linearize(model: Model, state: State, tau: ArrayLike, *, data: Data | None =
         tau = as_vector("tau", tau, model.nj)
     check_state(model, state)
     if contacts or forces:
-        if out is not None or dt is not None:
-            raise ValueError("linearize: out= and dt= are not supported with contacts or forces yet")
+        if out is not None:
+            raise ValueError("linearize: out= is not supported with contacts or forces (B has nj + m "
+                             "columns with forces); use the returned arrays")
         from .contacts import linearize_contacts
-        return linearize_contacts(model, state, tau, contacts, forces, data)
+        return linearize_contacts(model, state, tau, contacts, forces, data, dt)
     if dt is not None:
         dt = check_dt(dt)
     d = get_data(model, data)
