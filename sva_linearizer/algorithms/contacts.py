@@ -19,7 +19,7 @@ Derivatives (the implicit-function theorem on [ID(z, nu_dot, lambda) = S tau; r(
     D = d ID/dz at (nu_dot, lambda fixed in its frame): EIDAmb's derivatives (IDSVA) with the
         contact wrenches in d.fext (fixed in the body: no extra term), plus for world_aligned
         forces the rotation term  -J_F^T [R^T f]^ Jq_ang  (the wrench turns with the link);
-    Ar = dr/dz at fixed nu_dot (frames.path_motion);  Y = Minv Jc^T
+    Ar = dr/dz at fixed nu_dot (frames.frame_motion);  Y = Minv Jc^T
     dlambda/dz = K^-1 (Y^T D - Ar),  dnu_dot/dz = -Minv D + Y dlambda/dz
     dlambda/dtau = -K^-1 Jc Minv S,   dnu_dot/dtau = Minv S + Y dlambda/dtau
 (Pinocchio's computeConstraintDynamicsDerivatives solves the same system.)
@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 
 from ..spatial import crm, se3_log, skew, xform
-from .frames import FrameRef, frame_pose, path_jacobians, path_motion
+from .frames import FrameRef, frame_motion_py, frame_pose
 
 if TYPE_CHECKING:
     from ..model import Model
@@ -148,15 +148,16 @@ def _rot(c, R):
 class ContactTerms:
     """One contact at a state: pose, Jacobians (6 x nv, F's coordinates), Jc (dim x nv)."""
 
-    __slots__ = ("c", "fr", "R", "p", "J", "Jq", "Jc", "anchor")
+    __slots__ = ("c", "fr", "R", "p", "J", "Jq", "Jc", "anchor", "a0")
 
 
 def contact_terms(d, state, c, fr) -> ContactTerms:
+    """Also a0: F's spatial acceleration at nu_dot = 0 (velocity products only)."""
     t = ContactTerms()
     t.c, t.fr = c, fr
     t.R, t.p = frame_pose(d, state, fr)
-    J, Jq = path_jacobians(d, fr.path)
-    t.J, t.Jq = fr.XF @ J, fr.XF @ Jq
+    fm = frame_motion_py(d, fr, state.v, np.zeros(d.nv), False)
+    t.J, t.Jq, t.a0 = fm.J, fm.Jq, fm.a
     Jc = t.J[0:c.dim]
     t.Jc = _rot(c, t.R) @ Jc if c.reference == "world_aligned" else Jc.copy()
     t.anchor = c.anchor if c.anchor is not None else (t.R.copy(), t.p.copy())
@@ -184,9 +185,12 @@ def residual(d, state, t, vel, nu_dot, derivatives=True):
     c, fr = t.c, t.fr
     nv = d.nv
     kp, kd = c.baumgarte
-    a, dvq, daq, dan = path_motion(d, fr.path, vel, nu_dot, derivatives)
-    XF = fr.XF
-    vF, aF = XF @ d.v[fr.k], XF @ a
+    vF = t.J @ vel
+    if derivatives:
+        fm = frame_motion_py(d, fr, vel, nu_dot, True)
+        aF, dvF, daF, danF = fm.a, fm.dvq, fm.daq, fm.dan
+    else:
+        aF = t.a0 + t.J @ nu_dot
     Rs, ps = t.anchor
     if c.kind == "point":
         e = t.R.T @ (t.p - ps)
@@ -196,7 +200,6 @@ def residual(d, state, t, vel, nu_dot, derivatives=True):
         r = aF + kd * vF + kp * e
     dr = None
     if derivatives:
-        dvF, daF, danF = XF @ dvq, XF @ daq, XF @ dan
         dr = np.zeros((c.dim, 2 * nv))
         if c.kind == "point":
             W, V = skew(vF[3:6]), skew(vF[0:3])

@@ -21,7 +21,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..spatial import crm, placement_to_xform
+from .._jit import njit
+from ..data import views
+from ..spatial import placement_to_xform
+from ..spatial_ops import cross_m, mv
 from .common import setup
 
 if TYPE_CHECKING:
@@ -73,53 +76,114 @@ def frame_pose(d, state, fr: FrameRef):
     return R @ fr.R_f, p + R @ fr.p_f
 
 
-def path_jacobians(d, path):
-    """(J, Jq) of the last body of `path`, 6 x nv in its own coordinates: J maps nu to its twist,
-    Jq maps z_q to its pose perturbation (M -> M exp((Jq z_q)^))."""
-    nv = d.nv
-    J = np.zeros((6, nv))
-    if d.floating_base:
-        J[:, 0:6] = np.eye(6)
-    Jq = J.copy()
-    for b in path:
-        X = d.Xup[b]
-        J = X @ J
-        Jq = X @ Jq
-        j = d.vidx[b]
-        J[:, j] += d.S[b]
-        Jq[:, j] += d.Sig[b]
-    return J, Jq
+@njit(inline="always")
+def _x_cols(X, M, cols, ncol, t):
+    """M[:, c] = X M[:, c] for the active columns c = cols[:ncol] of a 6 x nv M; t: 6 scratch."""
+    for q in range(ncol):
+        c = cols[q]
+        for i in range(6):
+            t[i] = M[i, c]
+        for i in range(6):
+            M[i, c] = (X[i, 0] * t[0] + X[i, 1] * t[1] + X[i, 2] * t[2] + X[i, 3] * t[3]
+                       + X[i, 4] * t[4] + X[i, 5] * t[5])
 
 
-def path_motion(d, path, vel, nu_dot, derivatives=True):
-    """The true (gravity-free) spatial acceleration a of the last body of `path` at nu_dot, in its
-    coordinates, and with derivatives the partials at fixed (nu, nu_dot): dv/dz_q, da/dz_q,
-    da/dnu (each 6 x nv). Needs d.v, d.vp of an EIDAmb run at the same state."""
-    nv = d.nv
-    a = np.array(nu_dot[0:6], dtype=float) if d.floating_base else np.zeros(6)
-    dvq = np.zeros((6, nv))
-    daq = np.zeros((6, nv))
-    dan = np.zeros((6, nv))
-    Jv = np.zeros((6, nv))
-    if d.floating_base:
-        Jv[:, 0:6] = np.eye(6)
-    for b in path:
-        X, S, sig, j = d.Xup[b], d.S[b], d.Sig[b], d.vidx[b]
-        ap = X @ a
-        Sr = S * vel[j]
-        a = ap + S * nu_dot[j] + crm(d.v[b]) @ Sr
+@njit
+def frame_motion(m, d, k, XF, vel, nu_dot, derivatives, J, Jq, dvq, daq, dan, a, cols):
+    """Frame F (^F X_k, fixed) on body k, in F's coordinates: J (6 x nv, twist = J nu), Jq (6 x nv,
+    pose perturbation M -> M exp((Jq z_q)^)), a (6,): F's true (gravity-free) spatial acceleration
+    at nu_dot, and with derivatives the partials at fixed (nu, nu_dot): dvq = dv_F/dz_q,
+    daq = da_F/dz_q, dan = da_F/dnu (module docstring). Needs d.Xup, d.S, d.Sig, d.v, d.vp of an
+    EIDAmb run at the state. cols (nv ints) gets the active columns: the base's and the path's
+    joints; returns their number (the other columns are zero)."""
+    nv, vidx, Xup, S, Sig = m.nv, m.vidx, d.Xup, d.S, d.Sig
+    for i in range(6):
+        for c in range(nv):
+            J[i, c] = 0.0
+            Jq[i, c] = 0.0
+            dvq[i, c] = 0.0
+            daq[i, c] = 0.0
+            dan[i, c] = 0.0
+    path = np.empty(m.nb, dtype=np.int64)
+    npath = 0
+    b = k
+    while b > 0:
+        path[npath] = b
+        npath += 1
+        b = m.lam[b]
+    ncol = 0
+    if m.floating:
+        for i in range(6):
+            J[i, i] = 1.0
+            Jq[i, i] = 1.0
+            cols[i] = i
+            a[i] = nu_dot[i]
+        ncol = 6
+    else:
+        for i in range(6):
+            a[i] = 0.0
+    t = np.empty(6)
+    ap = np.empty(6)
+    Sr = np.empty(6)
+    for q in range(npath - 1, -1, -1):
+        b = path[q]
+        X = Xup[b]
+        j = vidx[b]
+        _x_cols(X, J, cols, ncol, t)
+        _x_cols(X, Jq, cols, ncol, t)
+        cols[ncol] = j
+        ncol += 1
+        for i in range(6):
+            J[i, j] = S[b, i]
+            Jq[i, j] = Sig[b, i]
+        mv(X, a, ap)
+        for i in range(6):
+            Sr[i] = S[b, i] * vel[j]
+            a[i] = ap[i] + S[b, i] * nu_dot[j]
+        cross_m(d.v[b], Sr, a, 1.0)                              # a = X a_p + Gamma r_dd + v x Gamma r
         if derivatives:
-            Jv = X @ Jv
-            Jv[:, j] += S
-            dvq = X @ dvq
-            dvq[:, j] += crm(d.vp[b]) @ sig                  # Psi-dot: v_p x sigma
-            daq = X @ daq
-            daq[:, j] += crm(ap) @ sig                       # a_p x sigma
-            daq -= crm(Sr) @ dvq                             # (d v) x Gamma r
-            dan = X @ dan
-            dan -= crm(Sr) @ Jv                              # (d v / d nu) x Gamma r
-            dan[:, j] += crm(d.v[b]) @ S                     # v x Gamma (d/d r_j of Gamma r_j)
-    return a, dvq, daq, dan
+            _x_cols(X, dvq, cols, ncol - 1, t)
+            _x_cols(X, daq, cols, ncol - 1, t)
+            _x_cols(X, dan, cols, ncol - 1, t)
+            cross_m(d.vp[b], Sig[b], dvq[:, j], 1.0)             # Psi-dot: v_p x sigma
+            cross_m(ap, Sig[b], daq[:, j], 1.0)                  # a_p x sigma
+            cross_m(d.v[b], S[b], dan[:, j], 1.0)                # v x Gamma (d/d r_j of Gamma r_j)
+            for qq in range(ncol):
+                c = cols[qq]
+                cross_m(Sr, dvq[:, c], daq[:, c], -1.0)          # (d v / d z_q) x Gamma r
+                cross_m(Sr, J[:, c], dan[:, c], -1.0)            # (d v / d nu) x Gamma r
+    _x_cols(XF, J, cols, ncol, t)
+    _x_cols(XF, Jq, cols, ncol, t)
+    if derivatives:
+        _x_cols(XF, dvq, cols, ncol, t)
+        _x_cols(XF, daq, cols, ncol, t)
+        _x_cols(XF, dan, cols, ncol, t)
+    mv(XF, a, t)
+    for i in range(6):
+        a[i] = t[i]
+    return ncol
+
+
+@njit
+def frame_motion_entry(ib, fb, k, XF, vel, nu_dot, derivatives, J, Jq, dvq, daq, dan, a, cols):
+    m, d, _ = views(ib, fb)
+    return frame_motion(m, d, k, XF, vel, nu_dot, derivatives, J, Jq, dvq, daq, dan, a, cols)
+
+
+class FrameMotion:
+    """frame_motion's results for one frame (F's coordinates; see there)."""
+
+    __slots__ = ("J", "Jq", "dvq", "daq", "dan", "a")
+
+
+def frame_motion_py(d, fr: FrameRef, vel, nu_dot, derivatives=True) -> FrameMotion:
+    nv = d.nv
+    r = FrameMotion()
+    r.J, r.Jq, r.dvq, r.daq, r.dan = (np.empty((6, nv)) for _ in range(5))
+    r.a = np.empty(6)
+    frame_motion_entry(d.ib, d.fb, fr.k, fr.XF, vel, np.ascontiguousarray(nu_dot, dtype=float),
+                       derivatives, r.J, r.Jq, r.dvq, r.daq, r.dan, r.a, np.empty(nv, dtype=np.int64))
+    return r
 
 
 def _run_kinematics(model, state, data=None):
@@ -153,7 +217,7 @@ def frame_jacobian(model: Model, state: State, frame: str, reference: str = "loc
     _check_reference(reference)
     fr = FrameRef(model, frame)
     d = _run_kinematics(model, state, data)
-    J = fr.XF @ path_jacobians(d, fr.path)[0]
+    J = frame_motion_py(d, fr, state.v, np.zeros(model.nv), False).J
     if reference == "world_aligned":
         R = frame_pose(d, state, fr)[0]
         J = np.vstack([R @ J[0:3], R @ J[3:6]])
