@@ -127,6 +127,7 @@ class Model:
         self._arrays = None
         self._validated = False
         self._frames: dict[str, tuple[str | None, np.ndarray, np.ndarray]] = {}
+        self._frame_refs: dict = {}     # frames.frame_ref's cache
 
     # -- building -----------------------------------------------------------------------------
     def set_base_inertia(self, inertia):
@@ -183,6 +184,7 @@ class Model:
                 or np.max(np.abs(R @ R.T - np.eye(3))) > 1e-6 or np.linalg.det(R) < 0:
             raise ValueError(f"frame '{name}': placement must be (3x3 rotation, 3-vector) of finite numbers")
         self._frames[name] = (None if body == self.base_name else body, R.copy(), p.copy())
+        self._frame_refs = {}
 
     @property
     def frame_names(self) -> list[str]:
@@ -216,6 +218,7 @@ class Model:
     def _changed(self):
         self._arrays = None
         self._validated = False
+        self._frame_refs = {}
 
     # -- queries ------------------------------------------------------------------------------
     @property

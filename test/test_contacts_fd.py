@@ -218,3 +218,19 @@ def test_rigid_contacts_with_input_forces_fd(floating):
         n2, _ = sl.forward_dynamics(model, st, tau, contacts=fixed, forces=[(cf, f - e)])
         Bf[:, i] = (n1 - n2) / 2
     assert e_max(lin.B[nv:, nj:], Bf) <= 1e-8
+
+
+def test_contact_on_the_floating_base_fd():
+    """A 6d contact on the base body itself (empty path) and a point contact on a leg."""
+    rng = np.random.default_rng(41)
+    model = random_tree(rng, n=14, floating_base=True, parents=TWO_LEGS)
+    st = random_state(model, rng)
+    tau = rng.normal(size=model.nj)
+    cs = [sl.Contact(model.base_name, "6d", "world_aligned", offset=(0.1, 0.0, -0.05), baumgarte=(4.0, 1.0)),
+          sl.Contact("j13", "point", "local", baumgarte=(3.0, 2.0))]
+    lin = sl.linearize(model, st, tau, contacts=cs)
+    nv = model.nv
+    fixed = anchored(model, st, cs)
+    both = fd_columns(lambda s: np.concatenate(sl.forward_dynamics(model, s, tau, contacts=fixed)), model, st)
+    assert e_max(lin.A[nv:], both[:nv]) <= 1e-6, e_max(lin.A[nv:], both[:nv])
+    assert e_max(lin.dforces_dz, both[nv:]) <= 1e-6

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 
 from ..spatial import crm, se3_log, skew, xform
-from .frames import FrameRef, frame_motion_py, frame_pose
+from .frames import frame_motion_py, frame_pose, frame_ref
 
 if TYPE_CHECKING:
     from ..model import Model
@@ -113,7 +113,7 @@ def check_contacts(model: Model, contacts, what="contacts") -> list:
         if not isinstance(c, Contact):
             raise ValueError(f"{what}[{i}] must be an sl.Contact, got {type(c).__name__}")
         try:
-            fr = FrameRef(model, c.frame, c.offset)
+            fr = frame_ref(model, c.frame, c.offset)
         except ValueError as e:
             raise ValueError(f"{what}[{i}] ({c.frame!r}): {e}") from None
         out.append((c, fr))
@@ -142,7 +142,12 @@ def check_forces(model: Model, forces) -> tuple[list, np.ndarray]:
 
 def _rot(c, R):
     """The reference frame's rotation acting on the contact's 3- or 6-rows."""
-    return R if c.dim == 3 else np.block([[R, np.zeros((3, 3))], [np.zeros((3, 3)), R]])
+    if c.dim == 3:
+        return R
+    out = np.zeros((6, 6))
+    out[0:3, 0:3] = R
+    out[3:6, 3:6] = R
+    return out
 
 
 class ContactTerms:
@@ -192,11 +197,15 @@ def residual(d, state, t, vel, nu_dot, derivatives=True):
     else:
         aF = t.a0 + t.J @ nu_dot
     Rs, ps = t.anchor
-    if c.kind == "point":
+    if c.anchor is None:                    # anchored at the current pose: no error
+        e = np.zeros(c.dim)
+    elif c.kind == "point":
         e = t.R.T @ (t.p - ps)
-        r = aF[0:3] + np.cross(vF[3:6], vF[0:3]) + kd * vF[0:3] + kp * e
     else:
         e = se3_log(Rs.T @ t.R, Rs.T @ (t.p - ps))
+    if c.kind == "point":
+        r = aF[0:3] + np.cross(vF[3:6], vF[0:3]) + kd * vF[0:3] + kp * e
+    else:
         r = aF + kd * vF + kp * e
     dr = None
     if derivatives:

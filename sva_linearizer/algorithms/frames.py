@@ -55,6 +55,19 @@ class FrameRef:
         self.path = path[::-1]
 
 
+def frame_ref(model: Model, name: str, offset=(0.0, 0.0, 0.0)) -> FrameRef:
+    """FrameRef(model, name, offset), cached on the model (emptied when the model changes)."""
+    key = (name, tuple(float(x) for x in offset))
+    cache = model._frame_refs
+    fr = cache.get(key)
+    if fr is None:
+        fr = FrameRef(model, name, offset)
+        if len(cache) > 256:
+            cache.clear()
+        cache[key] = fr
+    return fr
+
+
 def body_pose(d, state, path):
     """World pose (R, p) of the last body of `path` (the base's for an empty path)."""
     if d.floating_base:
@@ -203,7 +216,7 @@ def _check_reference(reference):
 
 def frame_placement(model: Model, state: State, frame: str, data=None) -> tuple[np.ndarray, np.ndarray]:
     """(R, p): the world pose of a frame (a body name or a URDF link, merged links included)."""
-    fr = FrameRef(model, frame)
+    fr = frame_ref(model, frame)
     d = _run_kinematics(model, state, data)
     R, p = frame_pose(d, state, fr)
     return R, p
@@ -215,7 +228,7 @@ def frame_jacobian(model: Model, state: State, frame: str, reference: str = "loc
     world axes at the frame's origin ("world_aligned", LOCAL_WORLD_ALIGNED); columns [v (6), r]
     (equal to Pinocchio's getFrameJacobian with a free-flyer root)."""
     _check_reference(reference)
-    fr = FrameRef(model, frame)
+    fr = frame_ref(model, frame)
     d = _run_kinematics(model, state, data)
     J = frame_motion_py(d, fr, state.v, np.zeros(model.nv), False).J
     if reference == "world_aligned":
@@ -228,7 +241,7 @@ def frame_velocity(model: Model, state: State, frame: str, reference: str = "loc
                    data=None) -> np.ndarray:
     """The frame's twist [v; w] (6,) in its axes ("local") or world axes ("world_aligned")."""
     _check_reference(reference)
-    fr = FrameRef(model, frame)
+    fr = frame_ref(model, frame)
     d = _run_kinematics(model, state, data)
     vf = fr.XF @ d.v[fr.k]
     if reference == "world_aligned":
