@@ -33,7 +33,9 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 
 from ..spatial import crm, se3_log, skew, xform
-from .frames import frame_motion_py, frame_pose, frame_ref
+from .._jit import njit
+from ..data import views
+from .frames import frame_motion, frame_pose, frame_pose_c, frame_ref
 
 if TYPE_CHECKING:
     from ..model import Model
@@ -150,22 +152,136 @@ def _rot(c, R):
     return out
 
 
+@njit(inline="always")
+def _cross3(a0, a1, a2, b0, b1, b2):
+    return a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0
+
+
+@njit
+def contact_rows(m, d, q, k, XF, R_f, p_f, dim, wa, kp, kd, e, JL, vel, nu_dot, derivatives,
+                 R, p, J, Jq, dvq, daq, dan, a, cols, Jc, r, dr):
+    """One contact at (q, vel, nu_dot), after the kinematics and EIDAmb's velocities: the frame's
+    pose R, p, J, Jq (frames.frame_motion), the constraint rows Jc (dim x nv), the residual r (dim,)
+    in the contact's reference frame and with derivatives dr = dr/dz at fixed nu_dot (dim x 2nv;
+    module docstring). e: the Baumgarte error (zero without an anchor), JL: Jlog6(e) (6d)."""
+    nv = m.nv
+    frame_pose_c(m, d, q, k, R_f, p_f, R, p)
+    ncol = frame_motion(m, d, k, XF, vel, nu_dot, derivatives, J, Jq, dvq, daq, dan, a, cols)
+    vF = np.zeros(6)
+    for qq in range(ncol):
+        c = cols[qq]
+        for i in range(6):
+            vF[i] += J[i, c] * vel[c]
+    rl = np.zeros(6)
+    for i in range(dim):
+        for c in range(2 * nv):
+            dr[i, c] = 0.0
+    if dim == 3:
+        w0, w1, w2 = _cross3(vF[3], vF[4], vF[5], vF[0], vF[1], vF[2])
+        rl[0] = a[0] + w0 + kd * vF[0] + kp * e[0]
+        rl[1] = a[1] + w1 + kd * vF[1] + kp * e[1]
+        rl[2] = a[2] + w2 + kd * vF[2] + kp * e[2]
+        if derivatives:
+            for qq in range(ncol):
+                c = cols[qq]
+                x0, x1, x2 = _cross3(vF[3], vF[4], vF[5], dvq[0, c], dvq[1, c], dvq[2, c])
+                y0, y1, y2 = _cross3(vF[0], vF[1], vF[2], dvq[3, c], dvq[4, c], dvq[5, c])
+                z0, z1, z2 = _cross3(e[0], e[1], e[2], Jq[3, c], Jq[4, c], Jq[5, c])
+                dr[0, c] = daq[0, c] + x0 - y0 + kd * dvq[0, c] + kp * (Jq[0, c] + z0)
+                dr[1, c] = daq[1, c] + x1 - y1 + kd * dvq[1, c] + kp * (Jq[1, c] + z1)
+                dr[2, c] = daq[2, c] + x2 - y2 + kd * dvq[2, c] + kp * (Jq[2, c] + z2)
+                x0, x1, x2 = _cross3(vF[3], vF[4], vF[5], J[0, c], J[1, c], J[2, c])
+                y0, y1, y2 = _cross3(vF[0], vF[1], vF[2], J[3, c], J[4, c], J[5, c])
+                dr[0, nv + c] = dan[0, c] + x0 - y0 + kd * J[0, c]
+                dr[1, nv + c] = dan[1, c] + x1 - y1 + kd * J[1, c]
+                dr[2, nv + c] = dan[2, c] + x2 - y2 + kd * J[2, c]
+    else:
+        for i in range(6):
+            rl[i] = a[i] + kd * vF[i] + kp * e[i]
+        if derivatives:
+            for qq in range(ncol):
+                c = cols[qq]
+                for i in range(6):
+                    acc = 0.0
+                    for l in range(6):
+                        acc += JL[i, l] * Jq[l, c]
+                    dr[i, c] = daq[i, c] + kd * dvq[i, c] + kp * acc
+                    dr[i, nv + c] = dan[i, c] + kd * J[i, c]
+    for i in range(dim):
+        for c in range(nv):
+            Jc[i, c] = J[i, c]
+        r[i] = rl[i]
+    if wa:
+        # r = R r_l (each 3-block); d(R x) = R dx - R [x]^ Jq_ang z_q
+        t = np.empty(3)
+        for b in range(0, dim, 3):
+            for qq in range(ncol):
+                c = cols[qq]
+                for cc in (c, nv + c):
+                    for i in range(3):
+                        t[i] = dr[b + i, cc]
+                    if cc == c and derivatives:
+                        x0, x1, x2 = _cross3(rl[b], rl[b + 1], rl[b + 2], Jq[3, c], Jq[4, c], Jq[5, c])
+                        t[0] -= x0
+                        t[1] -= x1
+                        t[2] -= x2
+                    for i in range(3):
+                        dr[b + i, cc] = R[i, 0] * t[0] + R[i, 1] * t[1] + R[i, 2] * t[2]
+                for i in range(3):
+                    t[i] = Jc[b + i, c]
+                for i in range(3):
+                    Jc[b + i, c] = R[i, 0] * t[0] + R[i, 1] * t[1] + R[i, 2] * t[2]
+            for i in range(3):
+                r[b + i] = R[i, 0] * rl[b] + R[i, 1] * rl[b + 1] + R[i, 2] * rl[b + 2]
+    return ncol
+
+
+@njit
+def contact_rows_entry(ib, fb, q, k, XF, R_f, p_f, dim, wa, kp, kd, e, JL, vel, nu_dot, derivatives,
+                       R, p, J, Jq, dvq, daq, dan, a, cols, Jc, r, dr):
+    m, d, _ = views(ib, fb)
+    return contact_rows(m, d, q, k, XF, R_f, p_f, dim, wa, kp, kd, e, JL, vel, nu_dot, derivatives,
+                        R, p, J, Jq, dvq, daq, dan, a, cols, Jc, r, dr)
+
+
 class ContactTerms:
-    """One contact at a state: pose, Jacobians (6 x nv, F's coordinates), Jc (dim x nv)."""
+    """One contact at a state (contact_rows' results): pose R, p, J, Jq (6 x nv, F's
+    coordinates), Jc (dim x nv), the residual r (dim,) at nu_dot and with derivatives dr."""
 
-    __slots__ = ("c", "fr", "R", "p", "J", "Jq", "Jc", "anchor", "a0")
+    __slots__ = ("c", "fr", "R", "p", "J", "Jq", "Jc", "r", "dr", "e", "JL", "ws")
 
 
-def contact_terms(d, state, c, fr) -> ContactTerms:
-    """Also a0: F's spatial acceleration at nu_dot = 0 (velocity products only)."""
-    t = ContactTerms()
-    t.c, t.fr = c, fr
-    t.R, t.p = frame_pose(d, state, fr)
-    fm = frame_motion_py(d, fr, state.v, np.zeros(d.nv), False)
-    t.J, t.Jq, t.a0 = fm.J, fm.Jq, fm.a
-    Jc = t.J[0:c.dim]
-    t.Jc = _rot(c, t.R) @ Jc if c.reference == "world_aligned" else Jc.copy()
-    t.anchor = c.anchor if c.anchor is not None else (t.R.copy(), t.p.copy())
+_ZERO6 = np.zeros(6)
+_EYE6 = np.eye(6)
+
+
+def contact_terms(d, state, c, fr, nu_dot=None, derivatives=False, t=None) -> ContactTerms:
+    """contact_rows for contact c (FrameRef fr) at state and nu_dot (default 0: r is then the
+    constraint's drift r0, r = Jc nu_dot + r0); t: the terms of an earlier call to refill."""
+    nv = d.nv
+    if t is None:
+        t = ContactTerms()
+        t.c, t.fr = c, fr
+        t.R, t.p = np.empty((3, 3)), np.empty(3)
+        t.J, t.Jq = np.empty((6, nv)), np.empty((6, nv))
+        t.Jc, t.r, t.dr = np.empty((c.dim, nv)), np.empty(c.dim), np.empty((c.dim, 2 * nv))
+        t.ws = (np.empty((6, nv)), np.empty((6, nv)), np.empty((6, nv)), np.empty(6),
+                np.empty(nv, dtype=np.int64))
+        t.e, t.JL = _ZERO6, _EYE6
+        if c.anchor is not None:            # the error from the anchor, from the frame's pose
+            R, p = frame_pose(d, state, fr)
+            Rs, ps = c.anchor
+            if c.kind == "point":
+                t.e = np.concatenate([R.T @ (p - ps), np.zeros(3)])
+            else:
+                t.e = se3_log(Rs.T @ R, Rs.T @ (p - ps))
+                t.JL = _jlog6(t.e)
+    nu = np.zeros(nv) if nu_dot is None else np.ascontiguousarray(nu_dot, dtype=float)
+    dvq, daq, dan, a, cols = t.ws
+    kp, kd = c.baumgarte
+    contact_rows_entry(d.ib, d.fb, state.q, fr.k, fr.XF, fr.R_f, fr.p_f, c.dim,
+                       c.reference == "world_aligned", kp, kd, t.e, t.JL, state.v, nu, derivatives,
+                       t.R, t.p, t.J, t.Jq, dvq, daq, dan, a, cols, t.Jc, t.r, t.dr)
     return t
 
 
@@ -182,53 +298,6 @@ def _jlog6(e):
         if np.max(np.abs(term)) < 1e-18:
             break
     return np.linalg.inv(Jr)
-
-
-def residual(d, state, t, vel, nu_dot, derivatives=True):
-    """The constraint residual r (dim,) at nu_dot in the contact's reference frame and, with
-    derivatives, dr/dz (dim x 2nv) at fixed nu_dot (see the module docstring)."""
-    c, fr = t.c, t.fr
-    nv = d.nv
-    kp, kd = c.baumgarte
-    vF = t.J @ vel
-    if derivatives:
-        fm = frame_motion_py(d, fr, vel, nu_dot, True)
-        aF, dvF, daF, danF = fm.a, fm.dvq, fm.daq, fm.dan
-    else:
-        aF = t.a0 + t.J @ nu_dot
-    Rs, ps = t.anchor
-    if c.anchor is None:                    # anchored at the current pose: no error
-        e = np.zeros(c.dim)
-    elif c.kind == "point":
-        e = t.R.T @ (t.p - ps)
-    else:
-        e = se3_log(Rs.T @ t.R, Rs.T @ (t.p - ps))
-    if c.kind == "point":
-        r = aF[0:3] + np.cross(vF[3:6], vF[0:3]) + kd * vF[0:3] + kp * e
-    else:
-        r = aF + kd * vF + kp * e
-    dr = None
-    if derivatives:
-        dr = np.zeros((c.dim, 2 * nv))
-        if c.kind == "point":
-            W, V = skew(vF[3:6]), skew(vF[0:3])
-            dr[:, :nv] = (daF[0:3] + W @ dvF[0:3] - V @ dvF[3:6] + kd * dvF[0:3]
-                          + kp * (t.Jq[0:3] + skew(e) @ t.Jq[3:6]))
-            dr[:, nv:] = danF[0:3] + W @ t.J[0:3] - V @ t.J[3:6] + kd * t.J[0:3]
-        else:
-            dr[:, :nv] = daF + kd * dvF + (kp * _jlog6(e) @ t.Jq if kp != 0.0 else 0.0)
-            dr[:, nv:] = danF + kd * t.J
-    if c.reference == "world_aligned":
-        Rr = _rot(c, t.R)
-        if derivatives:
-            # d(R x) = R dx - R [x]^ dtheta, dtheta = Jq_ang z_q (each 3-block)
-            rot = np.zeros((c.dim, nv))
-            for b in range(0, c.dim, 3):
-                rot[b:b + 3] = -t.R @ skew(r[b:b + 3]) @ t.Jq[3:6]
-            dr = Rr @ dr
-            dr[:, :nv] += rot
-        r = Rr @ r
-    return r, dr
 
 
 def apply_forces(d, terms, lam):
@@ -256,30 +325,40 @@ def rotation_term(d, terms, lam):
     for t in terms:
         m = t.c.dim
         if t.c.reference == "world_aligned":
-            dw = np.zeros((6, nv))
+            dw = np.empty((m, nv))
+            Jw = t.Jq[3:6]
             for b in range(0, m, 3):
-                dw[b:b + 3] = skew(t.R.T @ lam[o + b:o + b + 3]) @ t.Jq[3:6]
-            E -= t.J.T @ dw
+                w = t.R.T @ lam[o + b:o + b + 3]              # the force (torque) in F's axes
+                dw[b] = w[1] * Jw[2] - w[2] * Jw[1]           # w x (Jq_ang columns)
+                dw[b + 1] = w[2] * Jw[0] - w[0] * Jw[2]
+                dw[b + 2] = w[0] * Jw[1] - w[1] * Jw[0]
+            E -= t.J[0:m].T @ dw
         o += m
     return E
 
 
-def delassus_solve(model, terms, K, rhs):
-    """K^-1 rhs for the Delassus matrix K = Jc Minv Jc^T; a ValueError naming the contacts whose
-    constraints are redundant or cannot all be met (K singular)."""
-    m = K.shape[0]
-    s = np.linalg.svd(K, compute_uv=False) if m else np.zeros(0)
-    if m and (s[-1] <= 1e-10 * max(s[0], 1e-300)):
-        # find the first contact whose rows make the set dependent
-        names, rows = [], []
-        for t in terms:
-            rows.append(t.Jc)
-            names.append(f"{t.c.frame} ({t.c.kind}, {t.c.reference})")
-            Jall = np.vstack(rows)
-            if np.linalg.matrix_rank(Jall, tol=1e-9 * max(1.0, np.abs(Jall).max())) < Jall.shape[0]:
-                break
-        raise ValueError("the contact constraints are redundant or cannot all be satisfied (the "
-                         f"Delassus matrix Jc Minv Jc^T is singular, cond {s[0] / max(s[-1], 1e-300):.2e}): "
-                         f"contacts {', '.join(names)} constrain the same motion; remove one, or use "
-                         "point contacts")
-    return np.linalg.solve(K, rhs)
+def delassus_factor(model, terms, K):
+    """The Cholesky factor (scipy cho_factor) of the Delassus matrix K = Jc Minv Jc^T; a ValueError
+    naming the contacts whose constraints are redundant or cannot all be met (K singular)."""
+    from scipy.linalg import cho_factor
+
+    try:
+        cf = cho_factor(K, lower=True, check_finite=False)
+        dg = np.abs(np.diag(cf[0]))
+        ok = dg.min() > 1e-5 * dg.max()             # cond(K) ~ (max/min)^2 < 1e10
+    except np.linalg.LinAlgError:
+        ok = False
+    if ok:
+        return cf
+    s = np.linalg.svd(K, compute_uv=False)
+    names, rows = [], []
+    for t in terms:                 # the first contact whose rows make the set dependent
+        rows.append(t.Jc)
+        names.append(f"{t.c.frame} ({t.c.kind}, {t.c.reference})")
+        Jall = np.vstack(rows)
+        if np.linalg.matrix_rank(Jall, tol=1e-9 * max(1.0, np.abs(Jall).max())) < Jall.shape[0]:
+            break
+    raise ValueError("the contact constraints are redundant or cannot all be satisfied (the "
+                     f"Delassus matrix Jc Minv Jc^T is singular, cond {s[0] / max(s[-1], 1e-300):.2e}): "
+                     f"contacts {', '.join(names)} constrain the same motion; remove one, or use "
+                     "point contacts")

@@ -68,25 +68,59 @@ def frame_ref(model: Model, name: str, offset=(0.0, 0.0, 0.0)) -> FrameRef:
     return fr
 
 
-def body_pose(d, state, path):
-    """World pose (R, p) of the last body of `path` (the base's for an empty path)."""
-    if d.floating_base:
-        R, p = state.R.copy(), state.p.copy()
-    else:
-        R, p = np.eye(3), np.zeros(3)
-    for b in path:
-        X = d.Xup[b]
-        E = X[0:3, 0:3]
-        O = X[0:3, 3:6] @ E.T                 # o^, o = the parent's origin seen from b
-        o = np.array([O[2, 1], O[0, 2], O[1, 0]])
-        p = p - R @ (E.T @ o)
-        R = R @ E.T
-    return R, p
+@njit
+def frame_pose_c(m, d, q, k, R_f, p_f, R, p):
+    """R, p = the world pose of the frame at (R_f, p_f) in body k, composing the tree transforms
+    ^bX_lam = [[E, o^ E], [0, E]] (the child at R_rel = E^T, p_rel = -E^T o in its parent) from the
+    base's pose (q[0:3] and d.R; identity for a fixed base)."""
+    path = np.empty(m.nb, dtype=np.int64)
+    npath = 0
+    b = k
+    while b > 0:
+        path[npath] = b
+        npath += 1
+        b = m.lam[b]
+    Rb = np.empty((3, 3))
+    pb = np.empty(3)
+    Rn = np.empty((3, 3))
+    for i in range(3):
+        pb[i] = q[i] if m.floating else 0.0
+        for c in range(3):
+            Rb[i, c] = d.R[i, c] if m.floating else (1.0 if i == c else 0.0)
+    for qq in range(npath - 1, -1, -1):
+        X = d.Xup[path[qq]]
+        # o from o^ = F E^T
+        o0 = X[2, 3] * X[1, 0] + X[2, 4] * X[1, 1] + X[2, 5] * X[1, 2]
+        o1 = X[0, 3] * X[2, 0] + X[0, 4] * X[2, 1] + X[0, 5] * X[2, 2]
+        o2 = X[1, 3] * X[0, 0] + X[1, 4] * X[0, 1] + X[1, 5] * X[0, 2]
+        for i in range(3):
+            acc = 0.0
+            for c in range(3):
+                acc -= Rb[i, c] * (X[0, c] * o0 + X[1, c] * o1 + X[2, c] * o2)
+            pb[i] += acc
+            for c in range(3):
+                Rn[i, c] = Rb[i, 0] * X[c, 0] + Rb[i, 1] * X[c, 1] + Rb[i, 2] * X[c, 2]   # R E^T
+        for i in range(3):
+            for c in range(3):
+                Rb[i, c] = Rn[i, c]
+    for i in range(3):
+        p[i] = pb[i] + Rb[i, 0] * p_f[0] + Rb[i, 1] * p_f[1] + Rb[i, 2] * p_f[2]
+        for c in range(3):
+            R[i, c] = Rb[i, 0] * R_f[0, c] + Rb[i, 1] * R_f[1, c] + Rb[i, 2] * R_f[2, c]
+
+
+@njit
+def frame_pose_entry(ib, fb, q, k, R_f, p_f, R, p):
+    m, d, _ = views(ib, fb)
+    frame_pose_c(m, d, q, k, R_f, p_f, R, p)
+    return 0
 
 
 def frame_pose(d, state, fr: FrameRef):
-    R, p = body_pose(d, state, fr.path)
-    return R @ fr.R_f, p + R @ fr.p_f
+    """World pose (R, p) of a resolved frame, after the kinematics at state (frame_pose_c)."""
+    R, p = np.empty((3, 3)), np.empty(3)
+    frame_pose_entry(d.ib, d.fb, state.q, fr.k, fr.R_f, fr.p_f, R, p)
+    return R, p
 
 
 @njit(inline="always")

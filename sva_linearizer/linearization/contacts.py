@@ -10,11 +10,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
+from scipy.linalg import cho_solve
 
 from .._jit import njit
 from ..algorithms.common import BAD_INPUT, singular_mass_matrix_error
 from ..algorithms.contacts import (apply_forces, check_contacts, check_forces, contact_terms,
-                                   delassus_solve, residual, rotation_term)
+                                   delassus_factor, rotation_term)
 from ..algorithms.eidamb import eidamb_entry
 from ..algorithms.kinematics import fill_custom, prepare
 from ..data import get_data, views
@@ -49,7 +50,7 @@ def stage2_entry(ib, fb, vel, A, B):
 
 
 class _Solved:
-    __slots__ = ("d", "nu_dot", "Minv", "fterms", "fvec", "cterms", "lam", "K", "Y", "Jc")
+    __slots__ = ("d", "nu_dot", "Minv", "fterms", "fvec", "cterms", "lam", "K", "cf", "Y", "Jc")
 
 
 def solve_contacts(model: Model, state: State, tau: np.ndarray, contacts, forces, data=None) -> _Solved:
@@ -84,11 +85,12 @@ def solve_contacts(model: Model, state: State, tau: np.ndarray, contacts, forces
     r.cterms = [contact_terms(d, state, c, fr) for c, fr in cs]
     if cs:
         Jc = np.vstack([t.Jc for t in r.cterms])
-        r0 = np.concatenate([residual(d, state, t, v, np.zeros(nv), False)[0] for t in r.cterms])
+        r0 = np.concatenate([t.r for t in r.cterms])          # the drift: r at nu_dot = 0
         Y = r.Minv @ Jc.T
         K = Jc @ Y
         K = 0.5 * (K + K.T)
-        lam = -delassus_solve(model, r.cterms, K, Jc @ nu + r0)
+        r.cf = delassus_factor(model, r.cterms, K)
+        lam = -cho_solve(r.cf, Jc @ nu + r0, check_finite=False)
         nu = nu + Y @ lam
         apply_forces(d, r.cterms, lam)
         r.lam, r.K, r.Y, r.Jc = lam, K, Y, Jc
@@ -128,14 +130,14 @@ def linearize_contacts(model: Model, state: State, tau: np.ndarray, contacts, fo
         B_f = Minv @ Jf.T
         forces_out = dz = dtau = None
         if s.cterms:
-            Ar = np.vstack([residual(d, state, t, v, s.nu_dot, True)[1] for t in s.cterms])
-            K, Y = s.K, s.Y
-            dz = np.linalg.solve(K, Y.T @ D - Ar)            # dlambda/dz
-            dtau = -np.linalg.solve(K, s.Jc @ S)            # dlambda/dtau
+            Ar = np.vstack([contact_terms(d, state, t.c, t.fr, s.nu_dot, True, t).dr for t in s.cterms])
+            Y = s.Y
+            dz = cho_solve(s.cf, Y.T @ D - Ar, check_finite=False)        # dlambda/dz
+            dtau = -cho_solve(s.cf, s.Jc @ S, check_finite=False)          # dlambda/dtau
             A_low += Y @ dz
             B_tau += Y @ dtau
             if s.fterms:
-                B_f += Y @ (-np.linalg.solve(K, s.Jc @ B_f))
+                B_f += Y @ (-cho_solve(s.cf, s.Jc @ B_f, check_finite=False))
             forces_out = s.lam.copy()
         A[nv:] = A_low
         B = np.zeros((2 * nv, nj + Jf.shape[0]))
