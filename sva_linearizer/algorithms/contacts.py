@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
-from ..spatial import crm, se3_log, skew, xform
+from ..spatial import crm, se3_log
 from .._jit import njit
 from ..data import views
 from .frames import frame_motion, frame_pose, frame_pose_c, frame_ref
@@ -300,39 +300,65 @@ def _jlog6(e):
     return np.linalg.inv(Jr)
 
 
+@njit
+def contact_wrench(m, d, k, XF, dim, wa, R, J, Jq, f, add_fext, E):
+    """A contact force f (dim,) in its reference frame as the wrench w_F = [f; tau] in F's axes
+    (rotated back by R^T for world_aligned). add_fext: d.fext[k] += ^F X_k^T w_F (EIDAmb's external
+    force). E (nv x nv, or 0 x 0): for world_aligned, E -= J_F^T d(w_F)/dz_q with
+    d(R^T x) = [R^T x]^ Jq_ang z_q: the term EIDAmb's derivatives (force fixed in the body) miss."""
+    nv = m.nv
+    w = np.zeros(6)
+    for b in range(0, dim, 3):
+        for i in range(3):
+            w[b + i] = (R[0, i] * f[b] + R[1, i] * f[b + 1] + R[2, i] * f[b + 2]) if wa else f[b + i]
+    if add_fext:
+        for i in range(6):
+            acc = 0.0
+            for l in range(6):
+                acc += XF[l, i] * w[l]
+            d.fext[k, i] += acc
+    if wa and E.shape[0] == nv:
+        dw = np.empty(3)
+        for c in range(nv):
+            for b in range(0, dim, 3):
+                dw[0] = w[b + 1] * Jq[5, c] - w[b + 2] * Jq[4, c]        # w x Jq_ang[:, c]
+                dw[1] = w[b + 2] * Jq[3, c] - w[b] * Jq[5, c]
+                dw[2] = w[b] * Jq[4, c] - w[b + 1] * Jq[3, c]
+                for rr in range(nv):
+                    E[rr, c] -= J[b, rr] * dw[0] + J[b + 1, rr] * dw[1] + J[b + 2, rr] * dw[2]
+
+
+@njit
+def contact_wrench_entry(ib, fb, k, XF, dim, wa, R, J, Jq, f, add_fext, E):
+    m, d, _ = views(ib, fb)
+    contact_wrench(m, d, k, XF, dim, wa, R, J, Jq, f, add_fext, E)
+    return 0
+
+
+_NO_E = np.zeros((0, 0))
+
+
 def apply_forces(d, terms, lam):
     """Adds each contact's wrench (lam, stacked, in the contacts' reference frames) to d.fext of its
-    body: w_F = [f; tau] in F's axes (rotated back for world_aligned), X_F^T w_F in the body."""
+    body (contact_wrench)."""
     o = 0
     for t in terms:
         m = t.c.dim
-        w = np.zeros(6)
-        f = lam[o:o + m]
-        if t.c.reference == "world_aligned":
-            f = _rot(t.c, t.R).T @ f
-        w[0:m] = f
-        d.fext[t.fr.k] += t.fr.XF.T @ w
+        contact_wrench_entry(d.ib, d.fb, t.fr.k, t.fr.XF, m, t.c.reference == "world_aligned", t.R,
+                             t.J, t.Jq, np.ascontiguousarray(lam[o:o + m]), True, _NO_E)
         o += m
 
 
 def rotation_term(d, terms, lam):
     """d(-Jc^T lambda)/dz_q beyond what EIDAmb's derivatives see (the wrench fixed in the body):
-    for world_aligned forces, held fixed in world axes, -J_F^T d(w_F)/dz_q, d(R^T x) = [R^T x]^
-    Jq_ang z_q (nv x nv)."""
-    nv = d.nv
-    E = np.zeros((nv, nv))
+    for world_aligned forces, held fixed in world axes (contact_wrench); nv x nv."""
+    E = np.zeros((d.nv, d.nv))
     o = 0
     for t in terms:
         m = t.c.dim
         if t.c.reference == "world_aligned":
-            dw = np.empty((m, nv))
-            Jw = t.Jq[3:6]
-            for b in range(0, m, 3):
-                w = t.R.T @ lam[o + b:o + b + 3]              # the force (torque) in F's axes
-                dw[b] = w[1] * Jw[2] - w[2] * Jw[1]           # w x (Jq_ang columns)
-                dw[b + 1] = w[2] * Jw[0] - w[0] * Jw[2]
-                dw[b + 2] = w[0] * Jw[1] - w[1] * Jw[0]
-            E -= t.J[0:m].T @ dw
+            contact_wrench_entry(d.ib, d.fb, t.fr.k, t.fr.XF, m, True, t.R, t.J, t.Jq,
+                                 np.ascontiguousarray(lam[o:o + m]), False, E)
         o += m
     return E
 
