@@ -236,53 +236,116 @@ def contact_rows(m, d, q, k, XF, R_f, p_f, dim, wa, kp, kd, e, JL, vel, nu_dot, 
     return ncol
 
 
+@njit(inline="always")
+def _carve_terms(nv, dim, buf):
+    """The views of contact_rows' outputs in one flat buffer (few arguments: cheap calls)."""
+    o = 0
+    R = buf[o:o + 9].reshape((3, 3))
+    o += 9
+    p = buf[o:o + 3]
+    o += 3
+    n6 = 6 * nv
+    J = buf[o:o + n6].reshape((6, nv))
+    Jq = buf[o + n6:o + 2 * n6].reshape((6, nv))
+    dvq = buf[o + 2 * n6:o + 3 * n6].reshape((6, nv))
+    daq = buf[o + 3 * n6:o + 4 * n6].reshape((6, nv))
+    dan = buf[o + 4 * n6:o + 5 * n6].reshape((6, nv))
+    o += 5 * n6
+    a = buf[o:o + 6]
+    o += 6
+    Jc = buf[o:o + dim * nv].reshape((dim, nv))
+    o += dim * nv
+    r = buf[o:o + dim]
+    o += dim
+    dr = buf[o:o + 2 * dim * nv].reshape((dim, 2 * nv))
+    return R, p, J, Jq, dvq, daq, dan, a, Jc, r, dr
+
+
+def terms_size(nv: int, dim: int) -> int:
+    return 9 + 3 + 30 * nv + 6 + 3 * dim * nv + dim
+
+
 @njit
-def contact_rows_entry(ib, fb, q, k, XF, R_f, p_f, dim, wa, kp, kd, e, JL, vel, nu_dot, derivatives,
-                       R, p, J, Jq, dvq, daq, dan, a, cols, Jc, r, dr):
+def contact_rows_entry(ib, fb, q, vel, nu_dot, ipar, par, buf, cols):
+    """contact_rows with its parameters packed: ipar = [k, dim, world_aligned, derivatives], par =
+    [XF (36), R_f (9), p_f (3), e (6), JL (36), Kp, Kd], outputs carved from buf (_carve_terms)."""
     m, d, _ = views(ib, fb)
-    return contact_rows(m, d, q, k, XF, R_f, p_f, dim, wa, kp, kd, e, JL, vel, nu_dot, derivatives,
-                        R, p, J, Jq, dvq, daq, dan, a, cols, Jc, r, dr)
+    k, dim, wa, derivatives = ipar[0], ipar[1], ipar[2] != 0, ipar[3] != 0
+    XF = par[0:36].reshape((6, 6))
+    R_f = par[36:45].reshape((3, 3))
+    p_f = par[45:48]
+    e = par[48:54]
+    JL = par[54:90].reshape((6, 6))
+    R, p, J, Jq, dvq, daq, dan, a, Jc, r, dr = _carve_terms(m.nv, dim, buf)
+    return contact_rows(m, d, q, k, XF, R_f, p_f, dim, wa, par[90], par[91], e, JL, vel, nu_dot,
+                        derivatives, R, p, J, Jq, dvq, daq, dan, a, cols, Jc, r, dr)
 
 
 class ContactTerms:
-    """One contact at a state (contact_rows' results): pose R, p, J, Jq (6 x nv, F's
-    coordinates), Jc (dim x nv), the residual r (dim,) at nu_dot and with derivatives dr."""
+    """One contact at a state (contact_rows' results, views into t.buf): pose R, p, J, Jq (6 x nv,
+    F's coordinates), Jc (dim x nv), the residual r (dim,) at nu_dot and with derivatives dr."""
 
-    __slots__ = ("c", "fr", "R", "p", "J", "Jq", "Jc", "r", "dr", "e", "JL", "ws")
-
-
-_ZERO6 = np.zeros(6)
-_EYE6 = np.eye(6)
+    __slots__ = ("c", "fr", "R", "p", "J", "Jq", "Jc", "r", "dr", "ipar", "par", "buf", "cols")
 
 
 def contact_terms(d, state, c, fr, nu_dot=None, derivatives=False, t=None) -> ContactTerms:
     """contact_rows for contact c (FrameRef fr) at state and nu_dot (default 0: r is then the
-    constraint's drift r0, r = Jc nu_dot + r0); t: the terms of an earlier call to refill."""
+    constraint's drift r0, r = Jc nu_dot + r0); t: the terms of an earlier call at this state to
+    refill. The buffers are kept in the Data (one per thread) for the next call with c."""
     nv = d.nv
     if t is None:
-        t = ContactTerms()
-        t.c, t.fr = c, fr
-        t.R, t.p = np.empty((3, 3)), np.empty(3)
-        t.J, t.Jq = np.empty((6, nv)), np.empty((6, nv))
-        t.Jc, t.r, t.dr = np.empty((c.dim, nv)), np.empty(c.dim), np.empty((c.dim, 2 * nv))
-        t.ws = (np.empty((6, nv)), np.empty((6, nv)), np.empty((6, nv)), np.empty(6),
-                np.empty(nv, dtype=np.int64))
-        t.e, t.JL = _ZERO6, _EYE6
+        cache = d.__dict__.setdefault("_contact_terms", {})
+        hit = cache.get(id(c))
+        if hit is not None and hit.c is c and hit.fr is fr:
+            t = hit
+        else:
+            t = ContactTerms()
+            t.c, t.fr = c, fr
+            t.buf = np.empty(terms_size(nv, c.dim))
+            t.cols = np.empty(nv, dtype=np.int64)
+            t.ipar = np.array([fr.k, c.dim, c.reference == "world_aligned", 0], dtype=np.int64)
+            par = np.zeros(92)
+            par[0:36] = fr.XF.ravel()
+            par[36:45] = fr.R_f.ravel()
+            par[45:48] = fr.p_f
+            par[54:90:7] = 1.0                                  # JL = I
+            par[90], par[91] = c.baumgarte
+            t.par = par
+            (t.R, t.p, t.J, t.Jq, _, _, _, _, t.Jc, t.r, t.dr) = _carve_py(nv, c.dim, t.buf)
+            if len(cache) > 64:
+                cache.clear()
+            cache[id(c)] = t
         if c.anchor is not None:            # the error from the anchor, from the frame's pose
             R, p = frame_pose(d, state, fr)
             Rs, ps = c.anchor
             if c.kind == "point":
-                t.e = np.concatenate([R.T @ (p - ps), np.zeros(3)])
+                t.par[48:51] = R.T @ (p - ps)
             else:
-                t.e = se3_log(Rs.T @ R, Rs.T @ (p - ps))
-                t.JL = _jlog6(t.e)
-    nu = np.zeros(nv) if nu_dot is None else np.ascontiguousarray(nu_dot, dtype=float)
-    dvq, daq, dan, a, cols = t.ws
-    kp, kd = c.baumgarte
-    contact_rows_entry(d.ib, d.fb, state.q, fr.k, fr.XF, fr.R_f, fr.p_f, c.dim,
-                       c.reference == "world_aligned", kp, kd, t.e, t.JL, state.v, nu, derivatives,
-                       t.R, t.p, t.J, t.Jq, dvq, daq, dan, a, cols, t.Jc, t.r, t.dr)
+                e = se3_log(Rs.T @ R, Rs.T @ (p - ps))
+                t.par[48:54] = e
+                t.par[54:90] = _jlog6(e).ravel()
+    t.ipar[3] = derivatives
+    if nu_dot is None:
+        nu = _ZEROS.get(nv)
+        if nu is None:
+            nu = _ZEROS.setdefault(nv, np.zeros(nv))
+    else:
+        nu = np.ascontiguousarray(nu_dot, dtype=float)
+    contact_rows_entry(d.ib, d.fb, state.q, state.v, nu, t.ipar, t.par, t.buf, t.cols)
     return t
+
+
+_ZEROS: dict = {}
+
+
+def _carve_py(nv, dim, buf):
+    o, out = 0, []
+    for shape in ((3, 3), (3,), (6, nv), (6, nv), (6, nv), (6, nv), (6, nv), (6,), (dim, nv), (dim,),
+                  (dim, 2 * nv)):
+        n = shape[0] * (shape[1] if len(shape) == 2 else 1)
+        out.append(buf[o:o + n].reshape(shape))
+        o += n
+    return out
 
 
 def _jlog6(e):
@@ -363,19 +426,18 @@ def rotation_term(d, terms, lam):
     return E
 
 
-def delassus_factor(model, terms, K):
-    """The Cholesky factor (scipy cho_factor) of the Delassus matrix K = Jc Minv Jc^T; a ValueError
-    naming the contacts whose constraints are redundant or cannot all be met (K singular)."""
-    from scipy.linalg import cho_factor
-
+def delassus_inverse(model, terms, K):
+    """K^-1 for the Delassus matrix K = Jc Minv Jc^T (m x m, symmetric positive definite when the
+    contacts are independent: checked by its Cholesky factor); a ValueError naming the contacts
+    whose constraints are redundant or cannot all be met (K singular)."""
     try:
-        cf = cho_factor(K, lower=True, check_finite=False)
-        dg = np.abs(np.diag(cf[0]))
+        dg = np.abs(np.diag(np.linalg.cholesky(K)))
         ok = dg.min() > 1e-5 * dg.max()             # cond(K) ~ (max/min)^2 < 1e10
     except np.linalg.LinAlgError:
         ok = False
     if ok:
-        return cf
+        Kinv = np.linalg.inv(K)
+        return 0.5 * (Kinv + Kinv.T)
     s = np.linalg.svd(K, compute_uv=False)
     names, rows = [], []
     for t in terms:                 # the first contact whose rows make the set dependent

@@ -10,12 +10,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy.linalg import cho_solve
 
 from .._jit import njit
 from ..algorithms.common import BAD_INPUT, singular_mass_matrix_error
 from ..algorithms.contacts import (apply_forces, check_contacts, check_forces, contact_terms,
-                                   delassus_factor, rotation_term)
+                                   delassus_inverse, rotation_term)
 from ..algorithms.eidamb import eidamb_entry
 from ..algorithms.kinematics import fill_custom, prepare
 from ..data import get_data, views
@@ -50,7 +49,7 @@ def stage2_entry(ib, fb, vel, A, B):
 
 
 class _Solved:
-    __slots__ = ("d", "nu_dot", "Minv", "fterms", "fvec", "cterms", "lam", "K", "cf", "Y", "Jc")
+    __slots__ = ("d", "nu_dot", "Minv", "fterms", "fvec", "cterms", "lam", "K", "Kinv", "Y", "Jc")
 
 
 def solve_contacts(model: Model, state: State, tau: np.ndarray, contacts, forces, data=None) -> _Solved:
@@ -89,8 +88,8 @@ def solve_contacts(model: Model, state: State, tau: np.ndarray, contacts, forces
         Y = r.Minv @ Jc.T
         K = Jc @ Y
         K = 0.5 * (K + K.T)
-        r.cf = delassus_factor(model, r.cterms, K)
-        lam = -cho_solve(r.cf, Jc @ nu + r0, check_finite=False)
+        r.Kinv = delassus_inverse(model, r.cterms, K)
+        lam = -r.Kinv @ (Jc @ nu + r0)
         nu = nu + Y @ lam
         apply_forces(d, r.cterms, lam)
         r.lam, r.K, r.Y, r.Jc = lam, K, Y, Jc
@@ -132,12 +131,12 @@ def linearize_contacts(model: Model, state: State, tau: np.ndarray, contacts, fo
         if s.cterms:
             Ar = np.vstack([contact_terms(d, state, t.c, t.fr, s.nu_dot, True, t).dr for t in s.cterms])
             Y = s.Y
-            dz = cho_solve(s.cf, Y.T @ D - Ar, check_finite=False)        # dlambda/dz
-            dtau = -cho_solve(s.cf, s.Jc @ S, check_finite=False)          # dlambda/dtau
+            dz = s.Kinv @ (Y.T @ D - Ar)            # dlambda/dz
+            dtau = -s.Kinv @ (s.Jc @ S)             # dlambda/dtau
             A_low += Y @ dz
             B_tau += Y @ dtau
             if s.fterms:
-                B_f += Y @ (-cho_solve(s.cf, s.Jc @ B_f, check_finite=False))
+                B_f += Y @ (-s.Kinv @ (s.Jc @ B_f))
             forces_out = s.lam.copy()
         A[nv:] = A_low
         B = np.zeros((2 * nv, nj + Jf.shape[0]))
