@@ -226,7 +226,7 @@ class Data:
         new.ib, new.fb = self.ib.copy(), self.fb.copy()
         new.A, new.B, new.Ad, new.Bd = self.A.copy(), self.B.copy(), self.Ad.copy(), self.Bd.copy()
         new._busy = False
-        new.__dict__.pop("_contact_terms", None)    # contacts.contact_terms' buffers: per Data
+        new.__dict__.pop("_contact_sets", None)     # contacts.contact_set's buffers: per Data
         new._bind()
         return new
 

@@ -142,16 +142,6 @@ def check_forces(model: Model, forces) -> tuple[list, np.ndarray]:
     return check_contacts(model, pairs, "forces"), (np.concatenate(fs) if fs else np.zeros(0))
 
 
-def _rot(c, R):
-    """The reference frame's rotation acting on the contact's 3- or 6-rows."""
-    if c.dim == 3:
-        return R
-    out = np.zeros((6, 6))
-    out[0:3, 0:3] = R
-    out[3:6, 3:6] = R
-    return out
-
-
 @njit(inline="always")
 def _cross3(a0, a1, a2, b0, b1, b2):
     return a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0
@@ -266,76 +256,133 @@ def terms_size(nv: int, dim: int) -> int:
 
 
 @njit
-def contact_rows_entry(ib, fb, q, vel, nu_dot, ipar, par, buf, cols):
-    """contact_rows with its parameters packed: ipar = [k, dim, world_aligned, derivatives], par =
-    [XF (36), R_f (9), p_f (3), e (6), JL (36), Kp, Kd], outputs carved from buf (_carve_terms)."""
+def contact_set_rows_entry(ib, fb, q, vel, nu_dot, ipar, par, offs, buf, cols):
+    """contact_rows for every contact of a set: ipar[i] = [k, dim, world_aligned, derivatives],
+    par[i] = [XF (36), R_f (9), p_f (3), e (6), JL (36), Kp, Kd], outputs carved from
+    buf[offs[i]:] (_carve_terms): one call, few arguments."""
     m, d, _ = views(ib, fb)
-    k, dim, wa, derivatives = ipar[0], ipar[1], ipar[2] != 0, ipar[3] != 0
-    XF = par[0:36].reshape((6, 6))
-    R_f = par[36:45].reshape((3, 3))
-    p_f = par[45:48]
-    e = par[48:54]
-    JL = par[54:90].reshape((6, 6))
-    R, p, J, Jq, dvq, daq, dan, a, Jc, r, dr = _carve_terms(m.nv, dim, buf)
-    return contact_rows(m, d, q, k, XF, R_f, p_f, dim, wa, par[90], par[91], e, JL, vel, nu_dot,
-                        derivatives, R, p, J, Jq, dvq, daq, dan, a, cols, Jc, r, dr)
+    for i in range(ipar.shape[0]):
+        dim = ipar[i, 1]
+        P = par[i]
+        R, p, J, Jq, dvq, daq, dan, a, Jc, r, dr = _carve_terms(m.nv, dim, buf[offs[i]:])
+        contact_rows(m, d, q, ipar[i, 0], P[0:36].reshape((6, 6)), P[36:45].reshape((3, 3)), P[45:48],
+                     dim, ipar[i, 2] != 0, P[90], P[91], P[48:54], P[54:90].reshape((6, 6)), vel,
+                     nu_dot, ipar[i, 3] != 0, R, p, J, Jq, dvq, daq, dan, a, cols[i], Jc, r, dr)
+    return 0
+
+
+@njit
+def contact_set_wrench_entry(ib, fb, ipar, par, offs, buf, lam, add_fext, E):
+    """contact_wrench for every contact of a set (after contact_set_rows_entry at the state), lam
+    the stacked forces."""
+    m, d, _ = views(ib, fb)
+    o = 0
+    for i in range(ipar.shape[0]):
+        dim = ipar[i, 1]
+        R, p, J, Jq, dvq, daq, dan, a, Jc, r, dr = _carve_terms(m.nv, dim, buf[offs[i]:])
+        contact_wrench(m, d, ipar[i, 0], par[i, 0:36].reshape((6, 6)), dim, ipar[i, 2] != 0, R, J, Jq,
+                       lam[o:o + dim], add_fext, E)
+        o += dim
+    return 0
 
 
 class ContactTerms:
-    """One contact at a state (contact_rows' results, views into t.buf): pose R, p, J, Jq (6 x nv,
-    F's coordinates), Jc (dim x nv), the residual r (dim,) at nu_dot and with derivatives dr."""
+    """One contact's results (views into its set's buffer): pose R, p, J, Jq (6 x nv, F's
+    coordinates), Jc (dim x nv), the residual r (dim,) and with derivatives dr (dim x 2nv)."""
 
-    __slots__ = ("c", "fr", "R", "p", "J", "Jq", "Jc", "r", "dr", "ipar", "par", "buf", "cols")
+    __slots__ = ("c", "fr", "R", "p", "J", "Jq", "Jc", "r", "dr")
 
 
-def contact_terms(d, state, c, fr, nu_dot=None, derivatives=False, t=None) -> ContactTerms:
-    """contact_rows for contact c (FrameRef fr) at state and nu_dot (default 0: r is then the
-    constraint's drift r0, r = Jc nu_dot + r0); t: the terms of an earlier call at this state to
-    refill. The buffers are kept in the Data (one per thread) for the next call with c."""
-    nv = d.nv
-    if t is None:
-        cache = d.__dict__.setdefault("_contact_terms", {})
-        hit = cache.get(id(c))
-        if hit is not None and hit.c is c and hit.fr is fr:
-            t = hit
-        else:
+class ContactSet:
+    """Contacts [(Contact, FrameRef)] on one Data, their buffers packed for one compiled call
+    (contact_set_rows_entry, contact_set_wrench_entry); kept in the Data for the next call with
+    the same contacts (contact_set)."""
+
+    __slots__ = ("pairs", "terms", "ipar", "par", "offs", "buf", "cols", "m")
+
+    def __init__(self, d, pairs):
+        nv = d.nv
+        nc = len(pairs)
+        self.pairs = pairs
+        self.ipar = np.zeros((nc, 4), dtype=np.int64)
+        self.par = np.zeros((nc, 92))
+        self.offs = np.zeros(nc, dtype=np.int64)
+        sizes = [terms_size(nv, c.dim) for c, _ in pairs]
+        self.offs[1:] = np.cumsum(sizes)[:-1] if nc else []
+        self.buf = np.zeros(sum(sizes))
+        self.cols = np.zeros((nc, nv), dtype=np.int64)
+        self.terms = []
+        for i, (c, fr) in enumerate(pairs):
+            self.ipar[i, 0:3] = (fr.k, c.dim, c.reference == "world_aligned")
+            P = self.par[i]
+            P[0:36] = fr.XF.ravel()
+            P[36:45] = fr.R_f.ravel()
+            P[45:48] = fr.p_f
+            P[54:90:7] = 1.0                                    # JL = I
+            P[90], P[91] = c.baumgarte
             t = ContactTerms()
             t.c, t.fr = c, fr
-            t.buf = np.empty(terms_size(nv, c.dim))
-            t.cols = np.empty(nv, dtype=np.int64)
-            t.ipar = np.array([fr.k, c.dim, c.reference == "world_aligned", 0], dtype=np.int64)
-            par = np.zeros(92)
-            par[0:36] = fr.XF.ravel()
-            par[36:45] = fr.R_f.ravel()
-            par[45:48] = fr.p_f
-            par[54:90:7] = 1.0                                  # JL = I
-            par[90], par[91] = c.baumgarte
-            t.par = par
-            (t.R, t.p, t.J, t.Jq, _, _, _, _, t.Jc, t.r, t.dr) = _carve_py(nv, c.dim, t.buf)
-            if len(cache) > 64:
-                cache.clear()
-            cache[id(c)] = t
-        if c.anchor is not None:            # the error from the anchor, from the frame's pose
-            R, p = frame_pose(d, state, fr)
-            Rs, ps = c.anchor
-            if c.kind == "point":
-                t.par[48:51] = R.T @ (p - ps)
-            else:
-                e = se3_log(Rs.T @ R, Rs.T @ (p - ps))
-                t.par[48:54] = e
-                t.par[54:90] = _jlog6(e).ravel()
-    t.ipar[3] = derivatives
-    if nu_dot is None:
-        nu = _ZEROS.get(nv)
-        if nu is None:
-            nu = _ZEROS.setdefault(nv, np.zeros(nv))
-    else:
-        nu = np.ascontiguousarray(nu_dot, dtype=float)
-    contact_rows_entry(d.ib, d.fb, state.q, state.v, nu, t.ipar, t.par, t.buf, t.cols)
-    return t
+            (t.R, t.p, t.J, t.Jq, _, _, _, _, t.Jc, t.r, t.dr) = _carve_py(
+                nv, c.dim, self.buf[self.offs[i]:self.offs[i] + sizes[i]])
+            self.terms.append(t)
+        self.m = sum(c.dim for c, _ in pairs)
+
+    def rows(self, d, state, nu_dot=None, derivatives=False) -> None:
+        """contact_rows for all (nu_dot None: 0, the drift r0); the anchored contacts' errors first."""
+        for i, (c, fr) in enumerate(self.pairs):
+            if c.anchor is not None:        # the error from the anchor, from the frame's pose
+                R, p = frame_pose(d, state, fr)
+                Rs, ps = c.anchor
+                if c.kind == "point":
+                    self.par[i, 48:51] = R.T @ (p - ps)
+                else:
+                    e = se3_log(Rs.T @ R, Rs.T @ (p - ps))
+                    self.par[i, 48:54] = e
+                    self.par[i, 54:90] = _jlog6(e).ravel()
+        self.ipar[:, 3] = derivatives
+        nv = d.nv
+        if nu_dot is None:
+            nu = _ZEROS.get(nv)
+            if nu is None:
+                nu = _ZEROS.setdefault(nv, np.zeros(nv))
+        else:
+            nu = np.ascontiguousarray(nu_dot, dtype=float)
+        contact_set_rows_entry(d.ib, d.fb, state.q, state.v, nu, self.ipar, self.par, self.offs,
+                               self.buf, self.cols)
+
+    def stacked(self, name) -> np.ndarray:
+        """The contacts' Jc, r or dr stacked."""
+        parts = [getattr(t, name) for t in self.terms]
+        return np.concatenate(parts, axis=0) if parts else np.zeros((0,))
+
+    def apply_forces(self, d, lam) -> None:
+        """Each contact's force (lam, stacked, in the reference frames) into d.fext of its body."""
+        contact_set_wrench_entry(d.ib, d.fb, self.ipar, self.par, self.offs, self.buf,
+                                 np.ascontiguousarray(lam, dtype=float), True, _NO_E)
+
+    def add_rotation_term(self, d, lam, E) -> None:
+        """E += d(-Jc^T lam)/dz_q beyond what EIDAmb's derivatives see: the world-aligned forces'
+        rotation term (contact_wrench)."""
+        contact_set_wrench_entry(d.ib, d.fb, self.ipar, self.par, self.offs, self.buf,
+                                 np.ascontiguousarray(lam, dtype=float), False, E)
+
+
+def contact_set(d, pairs) -> ContactSet:
+    """The ContactSet of these contacts on d (kept in the Data, one per thread)."""
+    cache = d.__dict__.setdefault("_contact_sets", {})
+    key = tuple((id(c), id(fr)) for c, fr in pairs)
+    hit = cache.get(key)
+    if hit is not None and all(a is c and b is fr for (a, b), (c, fr) in zip(hit.pairs, pairs)):
+        return hit
+    cs = ContactSet(d, list(pairs))
+    if len(cache) > 32:
+        cache.clear()
+    cache[key] = cs
+    return cs
 
 
 _ZEROS: dict = {}
+_NO_E = np.zeros((0, 0))
 
 
 def _carve_py(nv, dim, buf):
@@ -389,41 +436,6 @@ def contact_wrench(m, d, k, XF, dim, wa, R, J, Jq, f, add_fext, E):
                 dw[2] = w[b] * Jq[4, c] - w[b + 1] * Jq[3, c]
                 for rr in range(nv):
                     E[rr, c] -= J[b, rr] * dw[0] + J[b + 1, rr] * dw[1] + J[b + 2, rr] * dw[2]
-
-
-@njit
-def contact_wrench_entry(ib, fb, k, XF, dim, wa, R, J, Jq, f, add_fext, E):
-    m, d, _ = views(ib, fb)
-    contact_wrench(m, d, k, XF, dim, wa, R, J, Jq, f, add_fext, E)
-    return 0
-
-
-_NO_E = np.zeros((0, 0))
-
-
-def apply_forces(d, terms, lam):
-    """Adds each contact's wrench (lam, stacked, in the contacts' reference frames) to d.fext of its
-    body (contact_wrench)."""
-    o = 0
-    for t in terms:
-        m = t.c.dim
-        contact_wrench_entry(d.ib, d.fb, t.fr.k, t.fr.XF, m, t.c.reference == "world_aligned", t.R,
-                             t.J, t.Jq, np.ascontiguousarray(lam[o:o + m]), True, _NO_E)
-        o += m
-
-
-def rotation_term(d, terms, lam):
-    """d(-Jc^T lambda)/dz_q beyond what EIDAmb's derivatives see (the wrench fixed in the body):
-    for world_aligned forces, held fixed in world axes (contact_wrench); nv x nv."""
-    E = np.zeros((d.nv, d.nv))
-    o = 0
-    for t in terms:
-        m = t.c.dim
-        if t.c.reference == "world_aligned":
-            contact_wrench_entry(d.ib, d.fb, t.fr.k, t.fr.XF, m, True, t.R, t.J, t.Jq,
-                                 np.ascontiguousarray(lam[o:o + m]), False, E)
-        o += m
-    return E
 
 
 def delassus_inverse(model, terms, K):

@@ -13,8 +13,7 @@ import numpy as np
 
 from .._jit import njit
 from ..algorithms.common import BAD_INPUT, singular_mass_matrix_error
-from ..algorithms.contacts import (apply_forces, check_contacts, check_forces, contact_terms,
-                                   delassus_inverse, rotation_term)
+from ..algorithms.contacts import check_contacts, check_forces, contact_set, delassus_inverse
 from ..algorithms.eidamb import eidamb_entry
 from ..algorithms.kinematics import fill_custom, prepare
 from ..data import get_data, views
@@ -49,7 +48,7 @@ def stage2_entry(ib, fb, vel, A, B):
 
 
 class _Solved:
-    __slots__ = ("d", "nu_dot", "Minv", "fterms", "fvec", "cterms", "lam", "K", "Kinv", "Y", "Jc")
+    __slots__ = ("d", "nu_dot", "Minv", "fset", "fvec", "cset", "lam", "K", "Kinv", "Y", "Jc")
 
 
 def solve_contacts(model: Model, state: State, tau: np.ndarray, contacts, forces, data=None) -> _Solved:
@@ -64,13 +63,13 @@ def solve_contacts(model: Model, state: State, tau: np.ndarray, contacts, forces
     q, v = state.q, state.v
     nv = model.nv
     fext = np.zeros((model.nj + 1, 6))
-    fterms = []
+    fset = contact_set(d, fs) if fs else None
     if fs:
         if eidamb_entry(d.ib, d.fb, q, v, np.zeros(nv)) != 0:      # the kinematics the frames need
             raise input_error(model, q, v, tau)
-        fterms = [contact_terms(d, state, c, fr) for c, fr in fs]
+        fset.rows(d, state)
         d.fext[:] = 0.0
-        apply_forces(d, fterms, fvec)
+        fset.apply_forces(d, fvec)
         fext = d.fext.copy()
     status = stage1_entry(d.ib, d.fb, q, v, tau, fext)
     if status == BAD_INPUT:
@@ -78,20 +77,21 @@ def solve_contacts(model: Model, state: State, tau: np.ndarray, contacts, forces
     if status != 0:
         raise singular_mass_matrix_error(model, status)
     r = _Solved()
-    r.d, r.fterms, r.fvec = d, fterms, fvec
+    r.d, r.fset, r.fvec = d, fset, fvec
     r.Minv = d.Minv.copy()
     nu = d.nu_dot.copy()
-    r.cterms = [contact_terms(d, state, c, fr) for c, fr in cs]
+    r.cset = contact_set(d, cs) if cs else None
     if cs:
-        Jc = np.vstack([t.Jc for t in r.cterms])
-        r0 = np.concatenate([t.r for t in r.cterms])          # the drift: r at nu_dot = 0
+        r.cset.rows(d, state)                                   # Jc and the drift r0 (nu_dot = 0)
+        Jc = r.cset.stacked("Jc")
+        r0 = r.cset.stacked("r")
         Y = r.Minv @ Jc.T
         K = Jc @ Y
         K = 0.5 * (K + K.T)
-        r.Kinv = delassus_inverse(model, r.cterms, K)
+        r.Kinv = delassus_inverse(model, r.cset.terms, K)
         lam = -r.Kinv @ (Jc @ nu + r0)
         nu = nu + Y @ lam
-        apply_forces(d, r.cterms, lam)
+        r.cset.apply_forces(d, lam)
         r.lam, r.K, r.Y, r.Jc = lam, K, Y, Jc
     else:
         r.lam = np.zeros(0)
@@ -119,23 +119,27 @@ def linearize_contacts(model: Model, state: State, tau: np.ndarray, contacts, fo
             raise overflow_error(model, d, state.q, v, tau, A, B0)
         Minv = s.Minv
         D = d.D.copy()
-        terms = s.fterms + s.cterms
-        lam_all = np.concatenate([s.fvec, s.lam])
-        D[:, :nv] += rotation_term(d, terms, lam_all)       # world-aligned forces turn with the links
+        E = np.zeros((nv, nv))                              # world-aligned forces turn with the links
+        if s.fset is not None:
+            s.fset.add_rotation_term(d, s.fvec, E)
+        if s.cset is not None:
+            s.cset.add_rotation_term(d, s.lam, E)
+        D[:, :nv] += E
         S = Minv[:, off:]
         A_low = -Minv @ D
         B_tau = S.copy()
-        Jf = np.vstack([t.Jc for t in s.fterms]) if s.fterms else np.zeros((0, nv))
+        Jf = s.fset.stacked("Jc") if s.fset is not None else np.zeros((0, nv))
         B_f = Minv @ Jf.T
         forces_out = dz = dtau = None
-        if s.cterms:
-            Ar = np.vstack([contact_terms(d, state, t.c, t.fr, s.nu_dot, True, t).dr for t in s.cterms])
+        if s.cset is not None:
+            s.cset.rows(d, state, s.nu_dot, True)
+            Ar = s.cset.stacked("dr")
             Y = s.Y
             dz = s.Kinv @ (Y.T @ D - Ar)            # dlambda/dz
             dtau = -s.Kinv @ (s.Jc @ S)             # dlambda/dtau
             A_low += Y @ dz
             B_tau += Y @ dtau
-            if s.fterms:
+            if s.fset is not None:
                 B_f += Y @ (-s.Kinv @ (s.Jc @ B_f))
             forces_out = s.lam.copy()
         A[nv:] = A_low
