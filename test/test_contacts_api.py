@@ -93,3 +93,42 @@ def test_constrained_acceleration_meets_the_constraint():
     vc = point_velocity(st)
     assert np.allclose(acc, -kd * vc, atol=1e-6 * max(1.0, np.abs(vc).max()))
     assert nv == nu_dot.size
+
+
+def test_contacts_are_immutable_and_reused_buffers_do_not_leak():
+    """A Contact cannot change after it is built (the compiled buffers kept per Data rely on it);
+    alternating contact sets on one Data, and several threads at once, give what fresh calls give."""
+    import threading
+
+    c = sl.Contact("j3", "point", baumgarte=(1.0, 2.0))
+    with pytest.raises(AttributeError):
+        c.baumgarte = (0.0, 0.0)
+    with pytest.raises(ValueError):
+        c.offset[0] = 1.0
+    rng = np.random.default_rng(9)
+    model = random_tree(rng, n=10, floating_base=True)
+    st = random_state(model, rng)
+    tau = rng.normal(size=model.nj)
+    sets = [[sl.Contact("j9", "6d", "world_aligned", baumgarte=(3.0, 1.0))],
+            [sl.Contact("j8", "point", "local", offset=(0.1, 0, 0)), sl.Contact("j5", "point", "world_aligned")]]
+    fresh = [sl.linearize(model, st, tau, contacts=s, data=sl.Data(model)) for s in sets]
+    d = sl.Data(model)
+    for i in (0, 1, 0, 1):
+        lin = sl.linearize(model, st, tau, contacts=sets[i], data=d)
+        assert np.array_equal(lin.A, fresh[i].A) and np.array_equal(lin.forces, fresh[i].forces)
+    out, errors = {}, []
+
+    def work(t):
+        try:
+            for _ in range(5):
+                out[t] = sl.linearize(model, st, tau, contacts=sets[t % 2])
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors
+    for t, lin in out.items():
+        assert np.array_equal(lin.A, fresh[t % 2].A) and np.array_equal(lin.dforces_dz, fresh[t % 2].dforces_dz)

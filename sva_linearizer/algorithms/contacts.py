@@ -75,10 +75,14 @@ class Contact:
                              f"got {baumgarte!r}") from None
         if not (np.isfinite(kp) and np.isfinite(kd)):
             raise ValueError(f"Contact on '{frame}': baumgarte gains must be finite, got {baumgarte!r}")
-        self.frame, self.kind, self.reference = frame, kind, reference
-        self.offset = off
-        self.baumgarte = (kp, kd)
-        self.anchor = None if anchor is None else _anchor(anchor, frame, kind)
+        off.flags.writeable = False
+        anc = None if anchor is None else _anchor(anchor, frame, kind)
+        for name, value in (("frame", frame), ("kind", kind), ("reference", reference), ("offset", off),
+                            ("baumgarte", (kp, kd)), ("anchor", anc)):
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name, value):
+        raise AttributeError("sl.Contact is immutable: make a new one")
 
     @property
     def dim(self) -> int:
@@ -103,6 +107,9 @@ def _anchor(anchor, frame, kind):
                          f"got {anchor!r}") from None
     if not (np.all(np.isfinite(R)) and np.all(np.isfinite(p))) or np.max(np.abs(R @ R.T - np.eye(3))) > 1e-9:
         raise ValueError(f"Contact on '{frame}': anchor rotation must be a rotation matrix, finite")
+    R, p = R.copy(), p.copy()
+    R.flags.writeable = False
+    p.flags.writeable = False
     return R, p
 
 

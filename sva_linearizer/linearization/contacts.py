@@ -2,8 +2,9 @@
 (algorithms/contacts.py has the definitions and the equations). The same kernels as linearize:
 stage 1 (kinematics, EIDAmb with the input forces in d.fext, IMMAmb, the free acceleration) and
 stage 2 (EIDAmb at the constrained acceleration with every contact wrench applied, its IDSVA
-derivatives, A's upper blocks) are continuous.free_acceleration / linearize_at; between and after
-them the m x m contact algebra runs in numpy.
+derivatives, A's upper blocks) are continuous.free_acceleration / linearize_at; the contacts' rows
+(pose, Jc, residual and its derivatives) and wrenches are one compiled call per contact set
+(algorithms/contacts.py ContactSet); the m x m Delassus algebra and the assembly are numpy products.
 """
 from __future__ import annotations
 
