@@ -228,3 +228,26 @@ def test_frames_against_pinocchio(frame):
         Jp = pin.getFrameJacobian(pm, pd, fid, pref).copy()[:, perm]
         J = sl.frame_jacobian(model, st, frame, reference=ref)
         assert np.max(np.abs(J - Jp)) <= 1e-12
+
+
+@pytest.mark.parametrize("case", [0, 1])
+def test_fixed_base_arm_contacts(case):
+    """A fixed-base arm (panda, 9 joints): a 6d contact on its tool frame (a link merged through
+    fixed joints), or two point contacts."""
+    model, pm, path, states = robot_states("panda", False, n=2)
+    if case == 0:
+        cs = [sl.Contact("panda_hand_tcp", "6d", "world_aligned", baumgarte=(15.0, 3.0))]
+    else:
+        cs = [sl.Contact("panda_link4", "point", "local", offset=(0.0, 0.05, 0.0), baumgarte=(5.0, 0.0)),
+              sl.Contact("panda_hand_tcp", "point", "world_aligned")]
+    for q, v, tau in states:
+        st = sl.State.from_vectors(model, q, v)
+        lin = sl.linearize(model, st, tau, contacts=cs)
+        ddq, A_low, B_low, lam, dl_dz, dl_dtau = pin_constrained(model, pm, q, v, tau, cs)
+        nv = model.nv
+        check("nu_dot", lin.nu_dot, ddq, 1e-9)
+        check("forces", lin.forces, lam, 1e-9)
+        check("A", lin.A[nv:], A_low)
+        check("B", lin.B[nv:], B_low)
+        check("dforces_dz", lin.dforces_dz, dl_dz)
+        check("dforces_dtau", lin.dforces_dtau, dl_dtau)
