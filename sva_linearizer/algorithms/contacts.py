@@ -263,26 +263,21 @@ def terms_size(nv: int, dim: int) -> int:
 
 
 @njit
-def contact_set_rows_entry(ib, fb, q, vel, nu_dot, ipar, par, offs, buf, cols):
-    """contact_rows for every contact of a set: ipar[i] = [k, dim, world_aligned, derivatives],
-    par[i] = [XF (36), R_f (9), p_f (3), e (6), JL (36), Kp, Kd], outputs carved from
-    buf[offs[i]:] (_carve_terms): one call, few arguments."""
-    m, d, _ = views(ib, fb)
+def set_rows(m, d, q, vel, nu_dot, derivatives, ipar, par, offs, buf, cols):
+    """contact_rows for every contact of a set: ipar[i] = [k, dim, world_aligned], par[i] = [XF (36),
+    R_f (9), p_f (3), e (6), JL (36), Kp, Kd], outputs carved from buf[offs[i]:] (_carve_terms)."""
     for i in range(ipar.shape[0]):
         dim = ipar[i, 1]
         P = par[i]
         R, p, J, Jq, dvq, daq, dan, a, Jc, r, dr = _carve_terms(m.nv, dim, buf[offs[i]:])
         contact_rows(m, d, q, ipar[i, 0], P[0:36].reshape((6, 6)), P[36:45].reshape((3, 3)), P[45:48],
                      dim, ipar[i, 2] != 0, P[90], P[91], P[48:54], P[54:90].reshape((6, 6)), vel,
-                     nu_dot, ipar[i, 3] != 0, R, p, J, Jq, dvq, daq, dan, a, cols[i], Jc, r, dr)
-    return 0
+                     nu_dot, derivatives, R, p, J, Jq, dvq, daq, dan, a, cols[i], Jc, r, dr)
 
 
 @njit
-def contact_set_wrench_entry(ib, fb, ipar, par, offs, buf, lam, add_fext, E):
-    """contact_wrench for every contact of a set (after contact_set_rows_entry at the state), lam
-    the stacked forces."""
-    m, d, _ = views(ib, fb)
+def set_wrench(m, d, ipar, par, offs, buf, lam, add_fext, E):
+    """contact_wrench for every contact of a set (after set_rows at the state), lam stacked."""
     o = 0
     for i in range(ipar.shape[0]):
         dim = ipar[i, 1]
@@ -290,6 +285,31 @@ def contact_set_wrench_entry(ib, fb, ipar, par, offs, buf, lam, add_fext, E):
         contact_wrench(m, d, ipar[i, 0], par[i, 0:36].reshape((6, 6)), dim, ipar[i, 2] != 0, R, J, Jq,
                        lam[o:o + dim], add_fext, E)
         o += dim
+
+
+@njit
+def set_gather(m, ipar, offs, buf, what, out):
+    """The set's Jc (what 0, m x nv), r (1, m x 1) or dr (2, m x 2nv), stacked into out."""
+    o = 0
+    for i in range(ipar.shape[0]):
+        dim = ipar[i, 1]
+        R, p, J, Jq, dvq, daq, dan, a, Jc, r, dr = _carve_terms(m.nv, dim, buf[offs[i]:])
+        for rr in range(dim):
+            if what == 0:
+                for c in range(m.nv):
+                    out[o + rr, c] = Jc[rr, c]
+            elif what == 1:
+                out[o + rr, 0] = r[rr]
+            else:
+                for c in range(2 * m.nv):
+                    out[o + rr, c] = dr[rr, c]
+        o += dim
+
+
+@njit
+def set_rows_entry(ib, fb, q, vel, nu_dot, derivatives, ipar, par, offs, buf, cols):
+    m, d, _ = views(ib, fb)
+    set_rows(m, d, q, vel, nu_dot, derivatives, ipar, par, offs, buf, cols)
     return 0
 
 
@@ -311,7 +331,7 @@ class ContactSet:
         nv = d.nv
         nc = len(pairs)
         self.pairs = pairs
-        self.ipar = np.zeros((nc, 4), dtype=np.int64)
+        self.ipar = np.zeros((nc, 3), dtype=np.int64)
         self.par = np.zeros((nc, 92))
         self.offs = np.zeros(nc, dtype=np.int64)
         sizes = [terms_size(nv, c.dim) for c, _ in pairs]
@@ -334,10 +354,11 @@ class ContactSet:
             self.terms.append(t)
         self.m = sum(c.dim for c, _ in pairs)
 
-    def rows(self, d, state, nu_dot=None, derivatives=False) -> None:
-        """contact_rows for all (nu_dot None: 0, the drift r0); the anchored contacts' errors first."""
+    def anchor_errors(self, d, state) -> None:
+        """The anchored contacts' Baumgarte errors e (and Jlog6(e)) from their frames' poses, after
+        the kinematics at state (contacts without an anchor keep e = 0, JL = I)."""
         for i, (c, fr) in enumerate(self.pairs):
-            if c.anchor is not None:        # the error from the anchor, from the frame's pose
+            if c.anchor is not None:
                 R, p = frame_pose(d, state, fr)
                 Rs, ps = c.anchor
                 if c.kind == "point":
@@ -346,32 +367,21 @@ class ContactSet:
                     e = se3_log(Rs.T @ R, Rs.T @ (p - ps))
                     self.par[i, 48:54] = e
                     self.par[i, 54:90] = _jlog6(e).ravel()
-        self.ipar[:, 3] = derivatives
-        nv = d.nv
-        if nu_dot is None:
-            nu = _ZEROS.get(nv)
-            if nu is None:
-                nu = _ZEROS.setdefault(nv, np.zeros(nv))
-        else:
-            nu = np.ascontiguousarray(nu_dot, dtype=float)
-        contact_set_rows_entry(d.ib, d.fb, state.q, state.v, nu, self.ipar, self.par, self.offs,
-                               self.buf, self.cols)
+
+    @property
+    def anchored(self) -> bool:
+        return any(c.anchor is not None for c, _ in self.pairs)
+
+    def rows(self, d, state, nu_dot=None, derivatives=False) -> None:
+        """set_rows at state (after its kinematics; nu_dot None: 0, the drift r0)."""
+        nu = np.zeros(d.nv) if nu_dot is None else np.ascontiguousarray(nu_dot, dtype=float)
+        set_rows_entry(d.ib, d.fb, state.q, state.v, nu, derivatives, self.ipar, self.par, self.offs,
+                       self.buf, self.cols)
 
     def stacked(self, name) -> np.ndarray:
         """The contacts' Jc, r or dr stacked."""
         parts = [getattr(t, name) for t in self.terms]
         return np.concatenate(parts, axis=0) if parts else np.zeros((0,))
-
-    def apply_forces(self, d, lam) -> None:
-        """Each contact's force (lam, stacked, in the reference frames) into d.fext of its body."""
-        contact_set_wrench_entry(d.ib, d.fb, self.ipar, self.par, self.offs, self.buf,
-                                 np.ascontiguousarray(lam, dtype=float), True, _NO_E)
-
-    def add_rotation_term(self, d, lam, E) -> None:
-        """E += d(-Jc^T lam)/dz_q beyond what EIDAmb's derivatives see: the world-aligned forces'
-        rotation term (contact_wrench)."""
-        contact_set_wrench_entry(d.ib, d.fb, self.ipar, self.par, self.offs, self.buf,
-                                 np.ascontiguousarray(lam, dtype=float), False, E)
 
 
 def contact_set(d, pairs) -> ContactSet:
@@ -388,8 +398,6 @@ def contact_set(d, pairs) -> ContactSet:
     return cs
 
 
-_ZEROS: dict = {}
-_NO_E = np.zeros((0, 0))
 
 
 def _carve_py(nv, dim, buf):
