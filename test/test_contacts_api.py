@@ -132,3 +132,37 @@ def test_contacts_are_immutable_and_reused_buffers_do_not_leak():
     assert not errors
     for t, lin in out.items():
         assert np.array_equal(lin.A, fresh[t % 2].A) and np.array_equal(lin.dforces_dz, fresh[t % 2].dforces_dz)
+
+
+NOJIT_SCRIPT = """
+import json, numpy as np, sva_linearizer as sl, sva_linearizer._jit as j
+from sva_linearizer.robots import load_robot
+m = load_robot("quadruped")
+rng = np.random.default_rng(5)
+q = np.r_[rng.normal(size=3), [0.1, -0.2, 0.3, 0.9] / np.linalg.norm([0.1, -0.2, 0.3, 0.9]), rng.uniform(-1, 1, 12)]
+st = sl.State.from_vectors(m, q, rng.normal(size=18))
+cs = [sl.Contact(f, "point", "world_aligned", baumgarte=(5.0, 1.0)) for f in ("LF_foot", "RF_foot", "LH_foot")]
+fs = [(sl.Contact("RH_foot", "point", "local"), [1.0, 2.0, 30.0])]
+lin = sl.linearize(m, st, rng.normal(size=12), contacts=cs, forces=fs)
+print(json.dumps({"jit": j.HAVE_NUMBA, "A": lin.A.tolist(), "B": lin.B.tolist(), "f": lin.forces.tolist(),
+                  "dz": lin.dforces_dz.tolist()}))
+"""
+
+
+def test_contacts_pure_python_path_gives_the_same_numbers():
+    """The compiled contact pipeline and the same code run as plain Python (no numba) agree."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    results = {}
+    for flag in ("0", "1"):
+        env = dict(os.environ, SVA_LINEARIZER_NO_JIT=flag)
+        out = subprocess.run([sys.executable, "-c", NOJIT_SCRIPT], env=env, capture_output=True, text=True,
+                             timeout=600, check=True)
+        results[flag] = json.loads(out.stdout.strip().splitlines()[-1])
+    assert results["1"]["jit"] is False and results["0"]["jit"] is True
+    for key in ("A", "B", "f", "dz"):
+        X, Y = np.array(results["0"][key]), np.array(results["1"][key])
+        assert np.max(np.abs(X - Y)) <= 1e-10 * max(1.0, np.abs(Y).max()), key
