@@ -306,13 +306,6 @@ def set_gather(m, ipar, offs, buf, what, out):
         o += dim
 
 
-@njit
-def set_rows_entry(ib, fb, q, vel, nu_dot, derivatives, ipar, par, offs, buf, cols):
-    m, d, _ = views(ib, fb)
-    set_rows(m, d, q, vel, nu_dot, derivatives, ipar, par, offs, buf, cols)
-    return 0
-
-
 class ContactTerms:
     """One contact's results (views into its set's buffer): pose R, p, J, Jq (6 x nv, F's
     coordinates), Jc (dim x nv), the residual r (dim,) and with derivatives dr (dim x 2nv)."""
@@ -321,9 +314,9 @@ class ContactTerms:
 
 
 class ContactSet:
-    """Contacts [(Contact, FrameRef)] on one Data, their buffers packed for one compiled call
-    (contact_set_rows_entry, contact_set_wrench_entry); kept in the Data for the next call with
-    the same contacts (contact_set)."""
+    """Contacts [(Contact, FrameRef)] on one Data, their parameters and results packed for the
+    compiled set_rows / set_wrench / set_gather (ipar, par, offs, buf, cols); kept in the Data for
+    the next call with the same contacts (contact_set). terms: each contact's results as views."""
 
     __slots__ = ("pairs", "terms", "ipar", "par", "offs", "buf", "cols", "m")
 
@@ -372,12 +365,6 @@ class ContactSet:
     def anchored(self) -> bool:
         return any(c.anchor is not None for c, _ in self.pairs)
 
-    def rows(self, d, state, nu_dot=None, derivatives=False) -> None:
-        """set_rows at state (after its kinematics; nu_dot None: 0, the drift r0)."""
-        nu = np.zeros(d.nv) if nu_dot is None else np.ascontiguousarray(nu_dot, dtype=float)
-        set_rows_entry(d.ib, d.fb, state.q, state.v, nu, derivatives, self.ipar, self.par, self.offs,
-                       self.buf, self.cols)
-
     def stacked(self, name) -> np.ndarray:
         """The contacts' Jc, r or dr stacked."""
         parts = [getattr(t, name) for t in self.terms]
@@ -396,8 +383,6 @@ def contact_set(d, pairs) -> ContactSet:
         cache.clear()
     cache[key] = cs
     return cs
-
-
 
 
 def _carve_py(nv, dim, buf):
