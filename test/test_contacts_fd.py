@@ -234,3 +234,14 @@ def test_contact_on_the_floating_base_fd():
     both = fd_columns(lambda s: np.concatenate(sl.forward_dynamics(model, s, tau, contacts=fixed)), model, st)
     assert e_max(lin.A[nv:], both[:nv]) <= 1e-6, e_max(lin.A[nv:], both[:nv])
     assert e_max(lin.dforces_dz, both[nv:]) <= 1e-6
+
+
+def test_batch_with_contacts_names_the_bad_state():
+    rng = np.random.default_rng(8)
+    model = random_tree(rng, n=14, floating_base=True, parents=TWO_LEGS)
+    sts = [random_state(model, rng) for _ in range(5)]
+    Q = np.stack([s.q for s in sts])
+    V = np.stack([s.v for s in sts])
+    V[3, 2] = np.nan
+    with pytest.raises(ValueError, match="state 3"):
+        sl.linearize_batch(model, Q, V, np.zeros((5, model.nj)), contacts=[sl.Contact("j6")])

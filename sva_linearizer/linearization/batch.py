@@ -166,8 +166,10 @@ def linearize_batch(model: Model, q_batch: ArrayLike, v_batch: ArrayLike, tau_ba
 
 
 def _batch_contacts(model, Q, V, T, dt, out, contacts, forces):
-    """linearize_batch with contacts / forces: one linearize per state (their contact algebra is
-    numpy, see linearization/contacts.py)."""
+    """linearize_batch with contacts / forces: linearize state by state (the compiled contact
+    pipeline, linearization/contacts.py), states handed out from a shared counter to the worker
+    threads as in the plain batch (each thread on its own Data; the compiled call releases the
+    GIL). A bad state raises a ValueError naming the first one."""
     from ..state import State
 
     N = Q.shape[0]
@@ -182,12 +184,34 @@ def _batch_contacts(model, Q, V, T, dt, out, contacts, forces):
     m = sum(getattr(c, "dim", 0) for c, _ in per_state)
     nx = 2 * nv
     OA, OB = _out_arrays(out, (N, nx, nx), (N, nx, nj + m))
-    for i in range(N):
-        fs = [(c, F[i] if F.ndim == 2 else F) for c, F in per_state] or None
-        try:
-            st = State.from_vectors(model, Q[i], V[i])
-            lin = linearize(model, st, T[i], dt=dt, contacts=contacts, forces=fs)
-        except ValueError as e:
-            raise ValueError(f"linearize_batch: state {i}: {e}") from None
-        OA[i], OB[i] = (lin.Ad, lin.Bd) if dt is not None else (lin.A, lin.B)
+    if N == 0:
+        return OA, OB
+    counter = itertools.count()
+    errors = {}
+
+    def work(_):
+        while True:
+            i = next(counter)
+            if i >= N:
+                return
+            fs = [(c, F[i] if F.ndim == 2 else F) for c, F in per_state] or None
+            try:
+                st = State.from_vectors(model, Q[i], V[i])
+                lin = linearize(model, st, T[i], dt=dt, contacts=contacts, forces=fs)
+            except ValueError as e:
+                errors[i] = e
+                continue
+            OA[i], OB[i] = (lin.Ad, lin.Bd) if dt is not None else (lin.A, lin.B)
+
+    nthreads = min(num_threads(), N)
+    if nthreads == 1:
+        work(0)
+    else:
+        futures = [_executor(nthreads - 1).submit(work, t) for t in range(1, nthreads)]
+        work(0)
+        for f in futures:
+            f.result()
+    if errors:
+        i = min(errors)
+        raise ValueError(f"linearize_batch: state {i}: {errors[i]}")
     return OA, OB
