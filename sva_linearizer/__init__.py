@@ -11,6 +11,8 @@ from .algorithms import (
     mass_matrix,
     rneamb,
 )
+from .algorithms.contacts import Contact
+from .algorithms.frames import frame_jacobian, frame_placement, frame_velocity
 from .data import Data
 from .joints import Joint
 from .linearization import Linearization, discretize, linearize, linearize_batch
@@ -28,7 +30,7 @@ def load_urdf(path_or_xml, floating_base=True, gravity=(0.0, 0.0, -9.81), valida
 
 
 __all__ = [
-    "Data", "Inertia", "Joint", "Linearization", "Model", "State", "extended_inverse_dynamics",
+    "Contact", "Data", "Inertia", "frame_jacobian", "frame_placement", "frame_velocity", "Joint", "Linearization", "Model", "State", "extended_inverse_dynamics",
     "extended_inverse_dynamics_derivatives", "forward_dynamics", "inverse_mass_matrix",
     "discretize", "linearize", "linearize_batch", "load_urdf", "mass_matrix", "rneamb", "__version__",
 ]

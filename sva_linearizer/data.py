@@ -54,6 +54,7 @@ WORK = (
     ("vp", ("nb", 6), "^kX_lam v_lam, the parent's twist in k's frame (line 17)"),
     ("ap", ("nb", 6), "^kX_lam a_lam, the parent's acceleration in k's frame"),
     ("hv", ("nb", 6), "M_k v_k, body momentum"),
+    ("fext", ("nb", 6), "external wrench on body k in its frame (contacts; zeroed by prepare), subtracted in EIDAmb"),
     ("tau_id", ("nv",), "EIDAmb's joint torques (rows vidx[k])"),
     # articulated-body quantities (ABAmb, IMMAmb, pivots)
     ("IA", ("nb", 6, 6), "M^A_k, articulated inertia (E.6; Tables 4.6-4.7 line 13)"),
@@ -226,6 +227,7 @@ class Data:
         new.ib, new.fb = self.ib.copy(), self.fb.copy()
         new.A, new.B, new.Ad, new.Bd = self.A.copy(), self.B.copy(), self.Ad.copy(), self.Bd.copy()
         new._busy = False
+        new.__dict__.pop("_contact_sets", None)     # contacts.contact_set's buffers: per Data
         new._bind()
         return new
 

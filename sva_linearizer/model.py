@@ -126,6 +126,8 @@ class Model:
         self._index: dict[str, int] = {}
         self._arrays = None
         self._validated = False
+        self._frames: dict[str, tuple[str | None, np.ndarray, np.ndarray]] = {}
+        self._frame_refs: dict = {}     # frames.frame_ref's cache
 
     # -- building -----------------------------------------------------------------------------
     def set_base_inertia(self, inertia):
@@ -167,6 +169,44 @@ class Model:
         self._changed()
         return name
 
+    def add_frame(self, name, body, placement=None):
+        """A named frame rigidly attached to `body` (a body name, or None / the base's name for the
+        base) at placement (R, p) in the body frame: what URDF links merged into their parent
+        through fixed joints become (contacts and frame_* address frames by name). Every body is
+        a frame of its own name (and the base of base_name)."""
+        name = str(name)
+        if body is not None and body != self.base_name and body not in self._index:
+            raise ValueError(f"frame '{name}': body '{body}' is not in the model")
+        R, p = (np.eye(3), np.zeros(3)) if placement is None else placement
+        R = np.asarray(R, dtype=float)
+        p = np.asarray(p, dtype=float).reshape(-1)
+        if R.shape != (3, 3) or p.shape != (3,) or not (np.all(np.isfinite(R)) and np.all(np.isfinite(p))) \
+                or np.max(np.abs(R @ R.T - np.eye(3))) > 1e-6 or np.linalg.det(R) < 0:
+            raise ValueError(f"frame '{name}': placement must be (3x3 rotation, 3-vector) of finite numbers")
+        self._frames[name] = (None if body == self.base_name else body, R.copy(), p.copy())
+        self._frame_refs = {}
+
+    @property
+    def frame_names(self) -> list[str]:
+        """Every addressable frame: the base, the bodies, and the added frames (URDF links)."""
+        names = [self.base_name] + self.joint_names
+        return names + [f for f in self._frames if f not in names]
+
+    def frame(self, name) -> tuple[int, np.ndarray, np.ndarray]:
+        """(body index (-1: the base), R, p) of a frame: its pose in that body's frame. URDF link
+        names come first, then body names (for a URDF model, its joints' names)."""
+        name = str(name)
+        if name in self._frames:
+            body, R, p = self._frames[name]
+            return (-1 if body is None else self._index[body]), R, p
+        if name in self._index:
+            return self._index[name], np.eye(3), np.zeros(3)
+        if name == self.base_name:
+            return -1, np.eye(3), np.zeros(3)
+        known = self.frame_names
+        shown = ", ".join(known[:40]) + (", ..." if len(known) > 40 else "")
+        raise ValueError(f"unknown frame '{name}' (model '{self.name}' has the frames: {shown})")
+
     def _is_below(self, k, i):
         """Whether body k is in the subtree of body i (k != i)."""
         while k >= 0:
@@ -178,6 +218,7 @@ class Model:
     def _changed(self):
         self._arrays = None
         self._validated = False
+        self._frame_refs = {}
 
     # -- queries ------------------------------------------------------------------------------
     @property

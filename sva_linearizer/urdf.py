@@ -542,4 +542,6 @@ def _build_model(robot, floating_base, gravity, label, strict=True):
             raise ValueError(f"{label}: joint '{name}' has the same name as the root link; "
                              "rename one of them")
         model.add_body(name, parent, joint, placement=(R, p), inertia=inertia[name])
+    for link, (body, R, p) in attach.items():   # every link stays a frame (as Pinocchio keeps them)
+        model.add_frame(link, root if body is None else body, (R, p))
     return model

@@ -9,6 +9,8 @@ the workspace's named views (data.py) with its typed Python wrapper:
     crbamb.py              CRBAmb (E.4) / CRBA (E.3)              mass_matrix
     immamb.py              IMMAmb (Table 4.7) / IMMA (Table 4.6)  inverse_mass_matrix
     rneamb.py              RNEAmb (E.2) / RNEA (E.1)              rneamb
+    frames.py              frame poses, Jacobians, twist/acceleration derivatives   frame_*
+    contacts.py            contact definitions (Pinocchio's), residuals, forces      Contact
 """
 from .abamb import forward_dynamics
 from .crbamb import mass_matrix

@@ -82,9 +82,20 @@ def abamb_entry(ib, fb, q, vel, tau):
     return abamb(m, d, vel, tau)
 
 
-def forward_dynamics(model: Model, state: State, tau: ArrayLike, data: Data | None = None) -> np.ndarray:
-    """ABAmb / ABA: nu_dot = [v_dot (body frame, 6); r_ddot] (floating) or r_ddot (fixed)."""
+def forward_dynamics(model: Model, state: State, tau: ArrayLike, data: Data | None = None,
+                     contacts=None, forces=None):
+    """ABAmb / ABA: nu_dot = [v_dot (body frame, 6); r_ddot] (floating) or r_ddot (fixed).
+
+    contacts=[sl.Contact, ...]: the constrained dynamics (KKT, algorithms/contacts.py); returns
+    (nu_dot, forces) with the contact forces on the robot, stacked, each in its reference frame.
+    forces=[(sl.Contact, f), ...]: contact forces applied as given inputs."""
     tau = as_vector("tau", tau, model.nj)
+    if contacts or forces:
+        from .common import check_state
+        from ..linearization.contacts import forward_dynamics_contacts
+
+        check_state(model, state)
+        return forward_dynamics_contacts(model, state, tau, contacts, forces, data)
     d = setup(model, state, data)
     status = abamb_entry(d.ib, d.fb, state.q, state.v, tau)
     if status == BAD_INPUT:

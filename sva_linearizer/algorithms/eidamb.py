@@ -29,7 +29,8 @@ def eidamb(m, d, vel, nu_dot, velocities):
     twist v_0 and d.a[0] = ^0a_{A,0} + a_0^r (base acceleration plus the gravity term of line 7);
     for a fixed base v[0] = 0 and a[0] = a_0^r. Then
       a[k] = a_k^r + ^k a_{A,0}   (lines 18 and 31 in one recursion)
-      f[k] = M_k a[k] + v_k x* M_k v_k, accumulated over the subtree (lines 22, 27)
+      f[k] = M_k a[k] + v_k x* M_k v_k - fext[k], accumulated over the subtree (lines 22, 27;
+             fext[k] the external wrench on body k in its frame, zero unless contacts set it)
     so that f[k] = M^c_k ^k a_{A,0} + b^c_k, tau_id[vidx[k]] = Gamma^T f[k] (line 32), and
     f[0] = M^c_0 a_0 + 0F r_dot + b^vp_0 = ID_b (line 41): the r_dot terms that line 41 adds
     through 0F are already inside a[k].
@@ -42,6 +43,9 @@ def eidamb(m, d, vel, nu_dot, velocities):
         mv(I[0], v[0], hv[0])                                    # T4.1:10-11
     mv(I[0], a[0], f[0])
     cross_f(v[0], hv[0], f[0])
+    fx = d.fext
+    for i in range(6):
+        f[0, i] -= fx[0, i]                                      # external wrench (contacts)
     for k in range(1, m.nb):                                     # T4.1:13
         p = lam[k]
         rk = vel[vidx[k]]
@@ -57,6 +61,8 @@ def eidamb(m, d, vel, nu_dot, velocities):
         cross_m(v[k], S[k], a[k], rk)                            # v_k x v_J
         mv(I[k], a[k], f[k])                                     # T4.1:21-22
         cross_f(v[k], hv[k], f[k])
+        for i in range(6):
+            f[k, i] -= fx[k, i]                                  # external wrench (contacts)
     for k in range(m.nb - 1, 0, -1):                             # T4.1:25
         tau[vidx[k]] = dot6(S[k], f[k])                          # T4.1:32 (subtree of k complete)
         xt_add(Xup[k], f[k], f[lam[k]])                          # T4.1:27

@@ -1,7 +1,7 @@
 """Kinematics: jcalc for every joint (thesis Appendix B), the tree transforms ^kX_lam(k) (EIDAmb
 line 16), the base rotation and the gravity term a_0^r (line 7).
 
-`prepare(m, d, q, vel)` is the first step of every compiled entry point: it reads the flat state
+`prepare(m, d, q, vel, x)` is the first step of every compiled entry point: it checks and reads the flat state
 vectors (Pinocchio's layout, see State) and fills d.XJ, d.Xup, d.S, d.Sig, d.R, d.g0 and d.v[0].
 Joints given by user callbacks (Joint.custom) cannot run in compiled code: `fill_custom` writes
 their X_J, Gamma and sigma into the Data before the compiled call.
@@ -100,7 +100,8 @@ def prepare(m, d, q, vel, x):
     """Checks q, vel and a third input x (finite values, unit quaternion: BAD_INPUT and nothing
     computed otherwise), then: joint and tree transforms at s; R = ^AR_0 of the base quaternion;
     a_0^r = ^0X_A a_grav (T4.1:7: gravity as an upward acceleration of the base); v[0] = the base
-    twist. Returns 0 or BAD_INPUT."""
+    twist; no external forces (fext = 0: contacts.py sets them after this). Returns 0 or
+    BAD_INPUT."""
     if check_vectors(q, vel, x, m.floating, QUATERNION_TOLERANCE) == 1:
         return BAD_INPUT
     quat, s, vb, r = split_state(m, q, vel)
@@ -118,6 +119,10 @@ def prepare(m, d, q, vel, x):
         g0[i + 3] = 0.0
     for i in range(6):
         d.v[0, i] = vb[i] if m.floating else 0.0
+    fext = d.fext                           # no external forces unless a contact pipeline sets them
+    for k in range(m.nb):
+        for i in range(6):
+            fext[k, i] = 0.0
     return 0
 
 

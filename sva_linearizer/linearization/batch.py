@@ -94,15 +94,23 @@ def _batch_arrays(model, q_batch, v_batch, tau_batch):
 
 def linearize_batch(model: Model, q_batch: ArrayLike, v_batch: ArrayLike, tau_batch: ArrayLike, *,
                     dt: float | None = None,
-                    out: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
+                    out: tuple[np.ndarray, np.ndarray] | None = None,
+                    contacts=None, forces=None) -> tuple[np.ndarray, np.ndarray]:
     """A (N, 2nv, 2nv) and B (N, 2nv, nj) for N states given as flat vectors (rows), computed in
     compiled calls, in parallel over worker threads (module docstring). dt: return the discrete-time (Ad, Bd)
     instead (semi-implicit Euler, see linearize). out: the (A, B) (or (Ad, Bd)) to write into.
-    A bad state raises a ValueError naming the first one (by index). Threads: num_threads()."""
+    A bad state raises a ValueError naming the first one (by index). Threads: num_threads().
+
+    contacts=[sl.Contact, ...] (the same for every state; anchor None: each state's own frame
+    pose) and/or forces=[(sl.Contact, F), ...] with F (dim,) for every state or (N, dim) per
+    state: linearize(..., contacts=, forces=) state by state (B then has nj + m columns with
+    forces; the contact forces and their derivatives: call linearize per state)."""
     ensure_compiled("batch")
     Q, V, T = _batch_arrays(model, q_batch, v_batch, tau_batch)
     if dt is not None:
         dt = check_dt(dt)
+    if contacts or forces:
+        return _batch_contacts(model, Q, V, T, dt, out, contacts, forces)
     N = Q.shape[0]
     nv, nj = model.nv, model.nj
     nx = 2 * nv
@@ -155,4 +163,56 @@ def linearize_batch(model: Model, q_batch: ArrayLike, v_batch: ArrayLike, tau_ba
                              np.empty_like(B1))
         err = status_error(model, d1, s1, Q[i], V[i], T[i], A1, B1)
         raise ValueError(f"linearize_batch: state {i}: {err}")
+    return OA, OB
+
+
+def _batch_contacts(model, Q, V, T, dt, out, contacts, forces):
+    """linearize_batch with contacts / forces: linearize state by state (the compiled contact
+    pipeline, linearization/contacts.py), states handed out from a shared counter to the worker
+    threads as in the plain batch (each thread on its own Data; the compiled call releases the
+    GIL). A bad state raises a ValueError naming the first one."""
+    from ..state import State
+
+    N = Q.shape[0]
+    nv, nj = model.nv, model.nj
+    per_state = []
+    for c, F in (forces or []):
+        F = np.asarray(F, dtype=float)
+        if F.ndim == 2 and F.shape[0] != N:
+            raise ValueError(f"linearize_batch: the force on {getattr(c, 'frame', c)!r} has {F.shape[0]} "
+                             f"rows for {N} states")
+        per_state.append((c, F))
+    m = sum(getattr(c, "dim", 0) for c, _ in per_state)
+    nx = 2 * nv
+    OA, OB = _out_arrays(out, (N, nx, nx), (N, nx, nj + m))
+    if N == 0:
+        return OA, OB
+    counter = itertools.count()
+    errors = {}
+
+    def work(_):
+        while True:
+            i = next(counter)
+            if i >= N:
+                return
+            fs = [(c, F[i] if F.ndim == 2 else F) for c, F in per_state] or None
+            try:
+                st = State.from_vectors(model, Q[i], V[i])
+                lin = linearize(model, st, T[i], dt=dt, contacts=contacts, forces=fs)
+            except ValueError as e:
+                errors[i] = e
+                continue
+            OA[i], OB[i] = (lin.Ad, lin.Bd) if dt is not None else (lin.A, lin.B)
+
+    nthreads = min(num_threads(), N)
+    if nthreads == 1:
+        work(0)
+    else:
+        futures = [_executor(nthreads - 1).submit(work, t) for t in range(1, nthreads)]
+        work(0)
+        for f in futures:
+            f.result()
+    if errors:
+        i = min(errors)
+        raise ValueError(f"linearize_batch: state {i}: {errors[i]}")
     return OA, OB

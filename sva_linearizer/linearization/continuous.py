@@ -39,15 +39,20 @@ from .overflow import overflow_error
 
 
 class Linearization:
-    """A (2nv, 2nv), B (2nv, nj); nu_dot (nv,) the consistent acceleration the derivatives were
+    """A (2nv, 2nv), B (2nv, nj) (with forces as inputs: 2nv x (nj + m)); nu_dot (nv,) the consistent acceleration the derivatives were
     taken at; Minv (nv, nv); D (nv, 2nv) the EIDAmb derivatives [D_q | D_nu]; with dt: Ad, Bd of
-    the discrete step (else None)."""
+    the discrete step (else None); with rigid contacts: forces (m,), dforces_dz (m, 2nv),
+    dforces_dtau (m, nj) (else None)."""
 
-    __slots__ = ("A", "B", "nu_dot", "Minv", "D", "dt", "Ad", "Bd")
+    __slots__ = ("A", "B", "nu_dot", "Minv", "D", "dt", "Ad", "Bd", "forces", "dforces_dz",
+                 "dforces_dtau")
 
-    def __init__(self, A, B, nu_dot, Minv, D, dt=None, Ad=None, Bd=None):
+    def __init__(self, A, B, nu_dot, Minv, D, dt=None, Ad=None, Bd=None, forces=None,
+                 dforces_dz=None, dforces_dtau=None):
         self.A, self.B, self.nu_dot, self.Minv, self.D = A, B, nu_dot, Minv, D
         self.dt, self.Ad, self.Bd = dt, Ad, Bd
+        # rigid contacts: the forces on the robot (m,) and their derivatives (m x 2nv, m x nj)
+        self.forces, self.dforces_dz, self.dforces_dtau = forces, dforces_dz, dforces_dtau
 
     @property
     def D_q(self) -> np.ndarray:
@@ -63,21 +68,17 @@ class Linearization:
         return f"<Linearization A{self.A.shape} B{self.B.shape}{'' if self.dt is None else f' dt={self.dt}'}>"
 
 
-@njit
-def linearize_state(m, d, q, vel, tau, A, B, dt, Ad, Bd):
-    """The linearization pipeline at one state; with dt > 0 also Ad, Bd. Returns 0, BAD_INPUT
-    (nothing computed), k > 0 / BASE_SINGULAR (M singular: immamb), or NOT_FINITE (a result
-    overflowed: see overflow.py)."""
-    if prepare(m, d, q, vel, tau) != 0:
-        return BAD_INPUT
+@njit(inline="always")
+def free_acceleration(m, d, vel, tau):
+    """After prepare (and any external forces in d.fext): the bias S tau - h(q, nu) (+ the external
+    forces' generalized force) from EIDAmb at nu_dot = 0, Minv (IMMAmb) and the consistent
+    acceleration nu_dot = Minv bias. Returns 0 or immamb's status (M singular)."""
     nv, n, nu_dot, bias = m.nv, m.n, d.nu_dot, d.bias
     off = nv - n
-    # bias h(q, nu) = EIDAmb at nu_dot = 0, then nu_dot = Minv (S tau - h) (consistent acceleration)
     for i in range(nv):
         nu_dot[i] = 0.0
     set_base_acceleration(m, d, nu_dot)
-    yes = m.nb > 0          # a run-time bool: the literals True / False would compile eidamb twice
-    eidamb(m, d, vel, nu_dot, yes)
+    eidamb(m, d, vel, nu_dot, m.nb > 0)  # velocities too (a run-time bool: literals compile twice)
     for i in range(off):
         bias[i] = -d.f[0, i]
     for k in range(1, m.nb):
@@ -91,9 +92,20 @@ def linearize_state(m, d, q, vel, tau, A, B, dt, Ad, Bd):
         for c in range(nv):
             acc += Minv[i, c] * bias[c]
         nu_dot[i] = acc
+    return 0
+
+
+@njit(inline="always")
+def linearize_at(m, d, vel, A, B, dt, Ad, Bd):
+    """A and B at the acceleration d.nu_dot (after free_acceleration, or a contact solve that
+    replaced d.nu_dot and d.fext): EIDAmb there, its derivatives (Tables 4.2-4.5), the assembly
+    (3.53) and with dt > 0 the discrete step. Returns 0 or NOT_FINITE."""
+    nv, n, nu_dot = m.nv, m.n, d.nu_dot
+    off = nv - n
+    Minv = d.Minv
     # EIDAmb at the consistent acceleration, then its derivatives (Tables 4.2-4.5)
     set_base_acceleration(m, d, nu_dot)
-    eidamb(m, d, vel, nu_dot, not yes)
+    eidamb(m, d, vel, nu_dot, m.nb < 0)  # accelerations only
     eidamb_derivatives(m, d)
     # A = [[-ad(v) (+) 0, I], [-Minv D]], B = [[0], [Minv S]]  (3.53)
     nx = 2 * nv
@@ -141,6 +153,20 @@ def linearize_state(m, d, q, vel, tau, A, B, dt, Ad, Bd):
 
 
 @njit
+def linearize_state(m, d, q, vel, tau, A, B, dt, Ad, Bd):
+    """The linearization pipeline at one state; with dt > 0 also Ad, Bd. Returns 0, BAD_INPUT
+    (nothing computed), k > 0 / BASE_SINGULAR (M singular: immamb), or NOT_FINITE (a result
+    overflowed: see overflow.py)."""
+    if prepare(m, d, q, vel, tau) != 0:
+        return BAD_INPUT
+    # bias h(q, nu) = EIDAmb at nu_dot = 0, then nu_dot = Minv (S tau - h) (consistent acceleration)
+    status = free_acceleration(m, d, vel, tau)
+    if status != 0:
+        return status
+    return linearize_at(m, d, vel, A, B, dt, Ad, Bd)
+
+
+@njit
 def linearize_entry(ib, fb, q, vel, tau, A, B, dt, Ad, Bd):
     m, d, _ = views(ib, fb)
     return linearize_state(m, d, q, vel, tau, A, B, dt, Ad, Bd)
@@ -173,8 +199,13 @@ def status_error(model, d, status, q, v, tau, A, B) -> ValueError:
 
 
 def linearize(model: Model, state: State, tau: ArrayLike, *, data: Data | None = None,
-              out: tuple[np.ndarray, np.ndarray] | None = None, dt: float | None = None) -> Linearization:
+              out: tuple[np.ndarray, np.ndarray] | None = None, dt: float | None = None,
+              contacts=None, forces=None) -> Linearization:
     """A and B of the continuous-time dynamics at (state, tau); see the module docstring.
+
+    contacts: [sl.Contact, ...] rigid contacts (the constrained dynamics, KKT; lin.forces and their
+    derivatives); forces: [(sl.Contact, f), ...] contact forces as given inputs (B = [B_tau | B_f]);
+    see linearization/contacts.py (dt works with them too; out does not).
 
     data: an sl.Data(model) to reuse (no allocation at all); the returned Linearization's arrays
     (A, B, nu_dot, Minv, D, Ad, Bd) are then views into it, overwritten by its next use. Without it, fresh arrays are returned
@@ -183,6 +214,12 @@ def linearize(model: Model, state: State, tau: ArrayLike, *, data: Data | None =
     if not _is_vector(tau, model.nj):
         tau = as_vector("tau", tau, model.nj)
     check_state(model, state)
+    if contacts or forces:
+        if out is not None:
+            raise ValueError("linearize: out= is not supported with contacts or forces (B has nj + m "
+                             "columns with forces); use the returned arrays")
+        from .contacts import linearize_contacts
+        return linearize_contacts(model, state, tau, contacts, forces, data, dt)
     if dt is not None:
         dt = check_dt(dt)
     d = get_data(model, data)

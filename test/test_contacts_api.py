@@ -1,0 +1,168 @@
+"""Contacts API: validation with errors that name the problem, merged URDF links as frames, the
+singular / redundant contact set error, forward_dynamics with contacts satisfies the constraint."""
+import numpy as np
+import pytest
+
+import sva_linearizer as sl
+from fd_tools import random_state, random_tree
+from sva_linearizer.robots import robot_urdf_path
+
+
+def test_contact_validation_names_the_problem():
+    with pytest.raises(ValueError, match="kind must be one of"):
+        sl.Contact("foot", kind="plane")
+    with pytest.raises(ValueError, match="reference must be one of"):
+        sl.Contact("foot", reference="world")
+    with pytest.raises(ValueError, match="offset must be 3 finite numbers"):
+        sl.Contact("foot", offset=(0, 0))
+    with pytest.raises(ValueError, match="baumgarte must be"):
+        sl.Contact("foot", baumgarte=(1.0,))
+    with pytest.raises(ValueError, match="frame must be a non-empty"):
+        sl.Contact("")
+    with pytest.raises(ValueError, match="anchor"):
+        sl.Contact("foot", kind="6d", anchor=(np.ones((3, 3)), np.zeros(3)))
+    c = sl.Contact("foot", kind="6d", baumgarte=(3, 1))
+    assert c.dim == 6 and c.baumgarte == (3.0, 1.0)
+
+
+def test_unknown_frame_and_bad_force_are_named():
+    rng = np.random.default_rng(0)
+    model = random_tree(rng, n=4)
+    st = random_state(model, rng)
+    tau = np.zeros(model.nj)
+    with pytest.raises(ValueError, match="unknown frame 'toe'"):
+        sl.linearize(model, st, tau, contacts=[sl.Contact("toe")])
+    with pytest.raises(ValueError, match="must be an sl.Contact"):
+        sl.linearize(model, st, tau, contacts=["j1"])
+    with pytest.raises(ValueError, match="3 finite numbers"):
+        sl.linearize(model, st, tau, forces=[(sl.Contact("j1"), [1.0, 2.0])])
+    with pytest.raises(ValueError, match="unknown frame"):
+        sl.frame_placement(model, st, "nope")
+    with pytest.raises(ValueError, match="reference must be one of"):
+        sl.frame_jacobian(model, st, "j1", reference="world")
+
+
+def test_merged_links_stay_frames():
+    """solo12's feet are links welded to the lower legs by fixed joints: they are frames, placed
+    where the URDF puts them (the fixed joint's origin composed with the lower leg's pose)."""
+    model = sl.load_urdf(robot_urdf_path("solo12"))
+    assert "FL_FOOT" in model.frame_names and "FL_FOOT" not in model.joint_names
+    body, R, p = model.frame("FL_FOOT")
+    assert model.joint_names[body] == "FL_KFE" and np.linalg.norm(p) > 0.1
+    st = sl.State(model)
+    Rk, pk = sl.frame_placement(model, st, "FL_LOWER_LEG")
+    Rf, pf = sl.frame_placement(model, st, "FL_FOOT")
+    assert np.allclose(pf, pk + Rk @ p) and np.allclose(Rf, Rk @ R)
+
+
+def test_redundant_contacts_are_named():
+    """Two 6d contacts on a fixed-base arm's last two links: more constraints than joints."""
+    rng = np.random.default_rng(2)
+    model = random_tree(rng, n=6, floating_base=False, parents=[0, 1, 2, 3, 4, 5])
+    st = random_state(model, rng)
+    cs = [sl.Contact("j5", "6d"), sl.Contact("j4", "6d")]
+    with pytest.raises(ValueError, match=r"redundant.*j5 \(6d, local\), j4 \(6d, local\)"):
+        sl.linearize(model, st, np.zeros(model.nj), contacts=cs)
+    with pytest.raises(ValueError, match="redundant"):
+        sl.forward_dynamics(model, st, np.zeros(model.nj), contacts=cs)
+
+
+def test_constrained_acceleration_meets_the_constraint():
+    """J nu_dot + J-dot nu = -(Kd v_c + Kp e): checked against a finite difference of the contact
+    point's world velocity along the motion (point, world_aligned, anchor at the current pose)."""
+    rng = np.random.default_rng(4)
+    model = random_tree(rng, n=8, floating_base=True)
+    st = random_state(model, rng)
+    tau = rng.normal(size=model.nj)
+    kd = 2.0
+    c = sl.Contact("j7", "point", "world_aligned", offset=(0.05, 0.0, 0.0), baumgarte=(0.0, kd))
+    nu_dot, lam = sl.forward_dynamics(model, st, tau, contacts=[c])
+    assert lam.shape == (3,)
+    from fd_tools import perturbed
+
+    def point_velocity(s):
+        R, _ = sl.frame_placement(model, s, "j7")
+        J = sl.frame_jacobian(model, s, "j7", "world_aligned")
+        w = J[3:6] @ s.v
+        return J[0:3] @ s.v + np.cross(w, R @ c.offset)
+
+    h = 1e-6
+    nv = model.nv
+    z = np.concatenate([st.v, nu_dot]) * h     # move along the flow: q by nu h, nu by nu_dot h
+    acc = (point_velocity(perturbed(model, st, z)) - point_velocity(perturbed(model, st, -z))) / (2 * h)
+    vc = point_velocity(st)
+    assert np.allclose(acc, -kd * vc, atol=1e-6 * max(1.0, np.abs(vc).max()))
+    assert nv == nu_dot.size
+
+
+def test_contacts_are_immutable_and_reused_buffers_do_not_leak():
+    """A Contact cannot change after it is built (the compiled buffers kept per Data rely on it);
+    alternating contact sets on one Data, and several threads at once, give what fresh calls give."""
+    import threading
+
+    c = sl.Contact("j3", "point", baumgarte=(1.0, 2.0))
+    with pytest.raises(AttributeError):
+        c.baumgarte = (0.0, 0.0)
+    with pytest.raises(ValueError):
+        c.offset[0] = 1.0
+    rng = np.random.default_rng(9)
+    model = random_tree(rng, n=10, floating_base=True)
+    st = random_state(model, rng)
+    tau = rng.normal(size=model.nj)
+    sets = [[sl.Contact("j9", "6d", "world_aligned", baumgarte=(3.0, 1.0))],
+            [sl.Contact("j8", "point", "local", offset=(0.1, 0, 0)), sl.Contact("j5", "point", "world_aligned")]]
+    fresh = [sl.linearize(model, st, tau, contacts=s, data=sl.Data(model)) for s in sets]
+    d = sl.Data(model)
+    for i in (0, 1, 0, 1):
+        lin = sl.linearize(model, st, tau, contacts=sets[i], data=d)
+        assert np.array_equal(lin.A, fresh[i].A) and np.array_equal(lin.forces, fresh[i].forces)
+    out, errors = {}, []
+
+    def work(t):
+        try:
+            for _ in range(5):
+                out[t] = sl.linearize(model, st, tau, contacts=sets[t % 2])
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors
+    for t, lin in out.items():
+        assert np.array_equal(lin.A, fresh[t % 2].A) and np.array_equal(lin.dforces_dz, fresh[t % 2].dforces_dz)
+
+
+NOJIT_SCRIPT = """
+import json, numpy as np, sva_linearizer as sl, sva_linearizer._jit as j
+from sva_linearizer.robots import load_robot
+m = load_robot("quadruped")
+rng = np.random.default_rng(5)
+q = np.r_[rng.normal(size=3), [0.1, -0.2, 0.3, 0.9] / np.linalg.norm([0.1, -0.2, 0.3, 0.9]), rng.uniform(-1, 1, 12)]
+st = sl.State.from_vectors(m, q, rng.normal(size=18))
+cs = [sl.Contact(f, "point", "world_aligned", baumgarte=(5.0, 1.0)) for f in ("LF_foot", "RF_foot", "LH_foot")]
+fs = [(sl.Contact("RH_foot", "point", "local"), [1.0, 2.0, 30.0])]
+lin = sl.linearize(m, st, rng.normal(size=12), contacts=cs, forces=fs)
+print(json.dumps({"jit": j.HAVE_NUMBA, "A": lin.A.tolist(), "B": lin.B.tolist(), "f": lin.forces.tolist(),
+                  "dz": lin.dforces_dz.tolist()}))
+"""
+
+
+def test_contacts_pure_python_path_gives_the_same_numbers():
+    """The compiled contact pipeline and the same code run as plain Python (no numba) agree."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    results = {}
+    for flag in ("0", "1"):
+        env = dict(os.environ, SVA_LINEARIZER_NO_JIT=flag)
+        out = subprocess.run([sys.executable, "-c", NOJIT_SCRIPT], env=env, capture_output=True, text=True,
+                             timeout=600, check=True)
+        results[flag] = json.loads(out.stdout.strip().splitlines()[-1])
+    assert results["1"]["jit"] is False and results["0"]["jit"] is True
+    for key in ("A", "B", "f", "dz"):
+        X, Y = np.array(results["0"][key]), np.array(results["1"][key])
+        assert np.max(np.abs(X - Y)) <= 1e-10 * max(1.0, np.abs(Y).max()), key
