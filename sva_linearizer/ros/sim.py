@@ -86,7 +86,7 @@ def run_sim_publisher(robot="quadruped", rate=100.0, seconds=None, mode="dynamic
     """Publish odom (floating base) then joint_states at ``rate`` Hz, stamped with wall time."""
     from sva_linearizer.robots import load_robot
 
-    from .node import QOS_ODOM, QOS_STATE
+    from .node import QOS_STATE_PUB
     from .transport import DdsTransport
 
     model = load_robot(robot)
@@ -96,8 +96,8 @@ def run_sim_publisher(robot="quadruped", rate=100.0, seconds=None, mode="dynamic
     if own:
         transport = DdsTransport("sva_linearizer_sim")
     T = transport.types
-    pub_js = transport.create_publisher("joint_states", "sensor_msgs/msg/JointState", QOS_STATE)
-    pub_odom = (transport.create_publisher("odom", "nav_msgs/msg/Odometry", QOS_ODOM)
+    pub_js = transport.create_publisher("joint_states", "sensor_msgs/msg/JointState", QOS_STATE_PUB)
+    pub_odom = (transport.create_publisher("odom", "nav_msgs/msg/Odometry", QOS_STATE_PUB)
                 if model.floating_base else None)
     names = list(model.joint_names)
     period = 1.0 / rate
