@@ -45,8 +45,12 @@ def types_namespace(by_ros_name):
 #: matches none of them; with this element, endpoints of that vendor match by type name (as
 #: ROS 2's rmw layer does) and the CDR bytes are the same. Only 1.15 is listed: Cyclone-Cyclone
 #: (1.16) matching keeps its full type check. See the README (Transports) for what it costs.
+#: GenerateKeyhash: Fast DDS only acts on a discovery "dispose" (an endpoint or participant
+#: leaving) that carries a key hash, which Cyclone leaves out by default; without it a Fast DDS
+#: peer keeps a deleted Cyclone node's endpoints until the lease expires (10 s). ROS 2 topics
+#: have no keys, so user data is unchanged.
 CYCLONE_COMPATIBILITY = ("<Compatibility><IgnoreTypeInformation>1.15</IgnoreTypeInformation>"
-                         "</Compatibility>")
+                         "</Compatibility><Internal><GenerateKeyhash>true</GenerateKeyhash></Internal>")
 
 
 def default_cyclone_config(environ=None) -> str:
@@ -88,6 +92,11 @@ def fastdds_loopback_profile() -> str:
     </transport_descriptors>
     <participant profile_name="sva_loopback" is_default_profile="true">
       <rtps>
+        <builtin>
+          <initialPeersList>
+            <locator><udpv4><address>127.0.0.1</address></udpv4></locator>
+          </initialPeersList>
+        </builtin>
         <userTransports><transport_id>sva_udp_loopback</transport_id></userTransports>
         <useBuiltinTransports>false</useBuiltinTransports>
       </rtps>
@@ -126,11 +135,17 @@ def private_domain_id(seed: int | None = None) -> int:
 
 def loopback_vars(domain_id: int) -> dict:
     """The variables that confine both middlewares to 127.0.0.1 on the given domain: Cyclone's
-    loopback configuration, and for ROS 2 (Fast DDS) ``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST``
-    plus the loopback-only profile (:func:`fastdds_loopback_profile`)."""
+    loopback configuration, and for ROS 2 (Fast DDS) the loopback-only profile
+    (:func:`fastdds_loopback_profile`) with ``ROS_AUTOMATIC_DISCOVERY_RANGE=SUBNET``.
+
+    Not LOCALHOST: with Kilted's rmw_fastrtps (9.3.3), ``LOCALHOST`` replaces the profile's
+    transports with its own UDP transport, and the participant then binds sockets to 0.0.0.0 and
+    to the machine's other addresses (seen with ``ss -uanp``); with ``SUBNET`` and this profile
+    every socket is bound to 127.0.0.1 (multicast discovery joined on lo only, unicast initial
+    peer 127.0.0.1). test_ros_interop.py checks the sockets."""
     profile = fastdds_loopback_profile_path()
     return {"CYCLONEDDS_URI": loopback_config(), "ROS_DOMAIN_ID": str(int(domain_id)),
-            "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST", "ROS_STATIC_PEERS": "",
+            "ROS_AUTOMATIC_DISCOVERY_RANGE": "SUBNET", "ROS_STATIC_PEERS": "",
             "FASTDDS_DEFAULT_PROFILES_FILE": profile,
             "RMW_IMPLEMENTATION": "rmw_fastrtps_cpp"}
 
