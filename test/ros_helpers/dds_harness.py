@@ -39,9 +39,9 @@ def node_command(transport, node_args, namespace="", script=False):
 
 
 class NodeProcess:
-    def __init__(self, node_args, domain, namespace, transport="dds", script=False):
-        cmd = node_command(transport, node_args, namespace, script)
-        self.proc = start_process(cmd, loopback_env(domain), "", echo=False)
+    def __init__(self, node_args, domain, namespace, transport="dds", script=False, command=None, env=None):
+        cmd = command if command is not None else node_command(transport, node_args, namespace, script)
+        self.proc = start_process(cmd, loopback_env(domain, env), "", echo=False)
 
     @property
     def lines(self):
@@ -83,11 +83,13 @@ class Harness:
     robot description was published)."""
 
     def __init__(self, node_args, description_topic="robot_description", node_transport="dds", peer="dds",
-                 start_node=True, script=False, state_qos=QOS_STATE_PUB):
+                 start_node=True, script=False, state_qos=QOS_STATE_PUB, command=None, env=None):
         seed = os.getpid() * 31 + next(_counter)
         self.domain = private_domain_id(seed)
         self.namespace = f"/sva_test_{os.getpid()}_{seed % 100000}"
         self.node_args, self.node_transport, self.script = node_args, node_transport, script
+        self.command = command(self.namespace) if callable(command) else command
+        self.env = env
         self.transport = make_peer(peer, "sva_test_harness", self.domain, self.namespace)
         T = self.transport
         self.types = T.types
@@ -101,7 +103,8 @@ class Harness:
             self.start()
 
     def start(self):
-        self.node = NodeProcess(self.node_args, self.domain, self.namespace, self.node_transport, self.script)
+        self.node = NodeProcess(self.node_args, self.domain, self.namespace, self.node_transport, self.script,
+                                self.command, self.env)
 
     def close(self):
         rc = self.node.stop() if self.node is not None else None
