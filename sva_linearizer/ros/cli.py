@@ -166,14 +166,16 @@ def _cmd_bench(args):
     from .bench import run_bench
 
     return _reporting_errors("bench-node", lambda: run_bench(
-        robots=args.robots.split(","), rates=[float(r) for r in args.rates.split(",")], seconds=args.seconds))
+        robots=args.robots.split(","), rates=[float(r) for r in args.rates.split(",")], seconds=args.seconds,
+        transports=args.transport.split(","), pin=not args.no_pin))
 
 
 def _cmd_sim(args):
     from .sim import run_sim_publisher
 
     return _reporting_errors("sim", lambda: run_sim_publisher(robot=args.robot, rate=args.rate,
-                                                              seconds=args.seconds, mode=args.mode))
+                                                              seconds=args.seconds, mode=args.mode,
+                                                              kind=args.transport))
 
 
 def add_subcommands(subparsers):
@@ -192,11 +194,17 @@ def add_subcommands(subparsers):
     d.add_argument("--rate", type=float, default=100.0, help="joint_states rate in Hz (default 100)")
     d.set_defaults(func=_cmd_demo)
 
-    b = subparsers.add_parser("bench-node", help="node output rate and latency over loopback DDS "
+    b = subparsers.add_parser("bench-node", help="node output rate and latency over loopback DDS or ROS 2 "
                                                  "(publisher, node and receiver in separate processes)")
     b.add_argument("--robots", default="solo12,g1_29dof", help="comma-separated robot names")
     b.add_argument("--rates", default="500,1000", help="comma-separated input rates in Hz")
     b.add_argument("--seconds", type=float, default=10.0, help="measurement time per case (default 10)")
+    b.add_argument("--transport", default="dds",
+                   help="the node's transport (and the publisher's and receiver's): dds, rclpy, or both "
+                        "comma-separated (default dds)")
+    b.add_argument("--no-pin", action="store_true",
+                   help="do not pin the node to a core of its own (default: the node gets the last CPU, "
+                        "publisher and receiver the others)")
     b.set_defaults(func=_cmd_bench)
 
     s = subparsers.add_parser("sim", help="(helper) publish a simulated robot's joint_states and odom")
@@ -205,6 +213,7 @@ def add_subcommands(subparsers):
     s.add_argument("--seconds", type=float, default=None)
     s.add_argument("--mode", choices=("dynamics", "random"), default="dynamics",
                    help="dynamics: integrate the forward dynamics; random: random valid states")
+    s.add_argument("--transport", choices=("dds", "rclpy"), default="dds")
     s.set_defaults(func=_cmd_sim)
 
 
