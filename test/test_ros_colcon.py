@@ -13,8 +13,6 @@ import pathlib
 import shutil
 import subprocess
 import sys
-import tarfile
-import io
 
 import pytest
 
@@ -31,20 +29,23 @@ SUBSET = ["test/test_ros_config.py", "test/test_ros_cdr.py"]
 
 
 def _copy_package(dst):
-    """The package's tracked files (git archive when this is a checkout, else a filtered copy)."""
+    """The package's source files: tracked and untracked-but-not-ignored files of the checkout (so
+    what is tested is the working tree, without .venv, build outputs or caches); outside a git
+    checkout, a filtered copy."""
     try:
-        tar = subprocess.run(["git", "-C", str(ROOT), "archive", "--format=tar", "HEAD"], capture_output=True,
-                             check=True, timeout=60).stdout
-        # the working tree's versions of tracked files, so uncommitted edits are what is tested
-        with tarfile.open(fileobj=io.BytesIO(tar)) as t:
-            names = [m.name for m in t.getmembers() if m.isfile()]
-        for n in names:
-            if (ROOT / n).exists():
-                (dst / n).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(ROOT / n, dst / n)
+        out = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                             capture_output=True, check=True, timeout=60).stdout
+        names = [n for n in out.decode().split("\0") if n]
     except (OSError, subprocess.SubprocessError):
+        names = None
+    if not names:
         shutil.copytree(ROOT, dst, dirs_exist_ok=True, ignore=shutil.ignore_patterns(
             ".git", ".venv", ".ci-venv", "build", "install", "log", "__pycache__", "*.egg-info"))
+        return
+    for n in names:
+        if (ROOT / n).is_file():
+            (dst / n).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / n, dst / n)
 
 
 def _bash(cmd, cwd, timeout, env=None):

@@ -124,16 +124,16 @@ def run_node(args, ros_args=()) -> int:
 
 
 def _quiet_gc():
-    """Long latency tails came from the cyclic garbage collector walking every object the model,
-    numba and the middleware left behind (tens of ms with g1_29dof). Everything alive once the
-    node is up lives as long as the node: move it out of the collector's sight (gc.freeze) and let
-    generation 0 grow larger, so the rare collections that still run only see the few cycles a
-    message creates."""
+    """Keep the cyclic garbage collector's full collections short. Once the node is up, the
+    process holds ~120,000 tracked objects (the model, numba, the middleware), all of which live as
+    long as the node; a full collection walks them all: 60-120 ms measured (g1_29dof, rclpy
+    loaded), a pause that shows as a latency spike when one happens. gc.freeze() moves them out
+    of the collector's sight (a full collection then takes ~0.01 ms). Full collections are rare,
+    so 5-10 s benchmark windows show no difference either way; this removes the rare spike."""
     import gc
 
     gc.collect()
     gc.freeze()
-    gc.set_threshold(50_000, 50, 1000)
 
 
 def _log_after_spin(transport, text):
