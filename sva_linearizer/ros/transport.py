@@ -106,6 +106,11 @@ def fastdds_loopback_profile() -> str:
         <useBuiltinTransports>false</useBuiltinTransports>
       </rtps>
     </participant>
+    <data_writer profile_name="sva_writer" is_default_profile="true">
+      <times>
+        <heartbeat_period><sec>0</sec><nanosec>100000000</nanosec></heartbeat_period>
+      </times>
+    </data_writer>
   </profiles>
 </dds>
 """
