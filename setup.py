@@ -27,6 +27,13 @@ setup(
         "fast": ["numba>=0.55"],                      # compiled kernels (same functions, faster)
         "dds": ["cyclonedds>=0.10.2"],                # ROS 2 wire protocol without a ROS 2 install
         "test": ["pytest>=7", "pin>=3.0", "example-robot-data>=4.1", "rosbags>=0.9.15"],
+        # tests only: ROS 2 Kilted community wheels (Python 3.11) as a real ROS 2 peer, and colcon;
+        # on a robot, rclpy comes from the ROS 2 distribution instead
+        # (the wheels exist for CPython 3.11 only: elsewhere the extra installs colcon alone and the
+        # rclpy tests skip)
+        "ros": [f"{w}; python_version == '3.11'" for w in (
+            "ros-rclpy", "ros-std-msgs", "ros-sensor-msgs", "ros-nav-msgs", "ros-rmw-fastrtps-cpp")]
+               + ["colcon-common-extensions"],
     },
     entry_points={
         "console_scripts": [

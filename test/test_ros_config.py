@@ -77,9 +77,16 @@ def test_subcommands_register_on_a_parser():
     args = parser.parse_args(["node", "--robot", "solo12", "--fixed-base", "--transport", "dds",
                               "--param", "max_rate=100.0"])
     assert args.func is not None and args.robot == "solo12" and args.floating_base is False
-    params = cli._collect_parameters(args, [])
-    assert params == {"robot": "solo12", "urdf_path": "", "robot_description": "", "floating_base": False,
-                      "max_rate": 100.0}
+    params, own = cli._collect_parameters(args, [])
+    assert params == own == {"robot": "solo12", "urdf_path": "", "robot_description": "", "floating_base": False,
+                             "max_rate": 100.0}
+    # with rclpy, --config travels to rcl as a --params-file before the user's own --ros-args
+    ur5 = str(pathlib.Path(__file__).resolve().parents[1] / "config" / "ur5.yaml")
+    args = parser.parse_args(["node", "--config", ur5])
+    assert cli._rcl_args(args, ["--ros-args", "-p", "max_rate:=5.0"]) == [
+        "linearizer_node", "--ros-args", "--params-file", ur5, "-p", "max_rate:=5.0"]
+    params, own = cli._collect_parameters(args, ["--ros-args", "-p", "max_rate:=5.0"])
+    assert params["robot"] == "ur5" and params["max_rate"] == 5.0 and own == {}
     for cmd in (["demo"], ["bench-node", "--rates", "500"], ["node", "--config", "config/ur5.yaml"]):
         assert callable(parser.parse_args(cmd).func)
     with pytest.raises(SystemExit):

@@ -8,15 +8,14 @@ bad sample's stamp) while the node keeps running and answers the next good sampl
 """
 import signal
 import time
-import zlib
 
 import numpy as np
 import pytest
 
 import sva_linearizer as sl
-from ros_helpers.dds_harness import Harness
 from fd_tools import e_max
-from ros_helpers.oracle import pinocchio_A_B
+from ros_helpers.cases import check_A_B, check_bad_inputs, random_input as _random_input
+from ros_helpers.dds_harness import Harness
 from sva_linearizer.robots import robot_urdf_path
 
 pytest.importorskip("cyclonedds", reason="the DDS transport needs the cyclonedds package")
@@ -24,150 +23,23 @@ pytest.importorskip("cyclonedds", reason="the DDS transport needs the cyclonedds
 SEC = 1_000_000_000
 
 
-def _random_input(model, rng):
-    s = rng.uniform(-1.0, 1.0, model.nj)
-    r = rng.normal(size=model.nj)
-    tau = rng.normal(size=model.nj) * 2.0
-    quat = rng.normal(size=4)
-    quat /= np.linalg.norm(quat)
-    odom = (rng.normal(size=3), quat, rng.normal(size=6)) if model.floating_base else None
-    return s, r, tau, odom
-
-
-def _shuffled(model, rng, s, r, tau):
-    perm = rng.permutation(model.nj)
-    names = [model.joint_names[i] for i in perm]
-    return names, s[perm], r[perm], tau[perm]
-
-
 @pytest.mark.parametrize("robot,floating", [("solo12", True), ("ur5", False)])
 def test_A_B_over_dds_equal_library_and_pinocchio(robot, floating):
     path = robot_urdf_path(robot)
-    model = sl.load_urdf(path, floating_base=floating)
     flag = "--floating-base" if floating else "--fixed-base"
     h = Harness(["--urdf", str(path), flag, "--param", "warn_period=0", "--param", "max_odom_age=0.5"])
     try:
         h.wait_ready()
-        rng = np.random.default_rng(zlib.crc32(robot.encode()))
-        for k in range(3):
-            s, r, tau, odom = _random_input(model, rng)
-            names, s_m, r_m, tau_m = _shuffled(model, rng, s, r, tau)
-            stamp = (100 + k) * SEC + 12345
-
-            def send():
-                h.send(stamp, names, s_m, r_m, tau_m, odom)
-            send()
-            pair = h.wait_pair(stamp, resend=send)
-
-            if floating:
-                q = np.concatenate([odom[0], odom[1], s])
-                v = np.concatenate([odom[2], r])
-            else:
-                q, v = s, r
-            lin = sl.linearize(model, sl.State.from_vectors(model, q, v), tau)
-            assert pair.A.shape == (2 * model.nv, 2 * model.nv) and pair.B.shape == (2 * model.nv, model.nj)
-            assert e_max(pair.A, lin.A) <= 1e-8 and e_max(pair.B, lin.B) <= 1e-8
-            A_pin, B_pin = pinocchio_A_B(path, model, q, v, tau)
-            assert e_max(pair.A, A_pin) <= 1e-8, f"A vs Pinocchio: e_max {e_max(pair.A, A_pin):.2e}"
-            assert e_max(pair.B, B_pin) <= 1e-8, f"B vs Pinocchio: e_max {e_max(pair.B, B_pin):.2e}"
+        check_A_B(h, robot, floating)
     finally:
         h.close()
 
 
 def test_bad_inputs_over_dds_are_dropped_and_node_recovers():
-    robot = "solo12"
-    path = robot_urdf_path(robot)
-    model = sl.load_urdf(path, floating_base=True)
-    h = Harness(["--robot", robot, "--param", "warn_period=0", "--param", "max_odom_age=0.2"])
-    rng = np.random.default_rng(7)
-    bad_stamps = []
-    t = [200 * SEC]
-
-    def next_stamp():
-        t[0] += SEC
-        return t[0]
-
-    def good():
-        s, r, tau, odom = _random_input(model, rng)
-        names, s_m, r_m, tau_m = _shuffled(model, rng, s, r, tau)
-        stamp = next_stamp()
-
-        def send():
-            h.send(stamp, names, s_m, r_m, tau_m, odom)
-        send()
-        h.wait_pair(stamp, resend=send)
-        return stamp, (names, s_m, r_m, tau_m, odom)
-
-    def bad(pattern, mutate):
-        """mutate(stamp, names, s, r, tau, odom) sends a bad sample and returns the joint state's
-        stamp; the node must warn (pattern), publish nothing for it, and answer the next good one."""
-        s, r, tau, odom = _random_input(model, rng)
-        names, s_m, r_m, tau_m = _shuffled(model, rng, s, r, tau)
-        stamp = next_stamp()
-        start = len(h.node.lines)
-
-        def send():
-            bad_stamps.append(mutate(stamp, list(names), s_m.copy(), r_m.copy(), tau_m.copy(), odom))
-        send()
-        h.wait_log(pattern, start, resend=send)
-        good()
-
-    def nan_position(st, n, s, r, tau, o):
-        s[3] = np.nan
-        h.send(st, n, s, r, tau, o)
-        return st
-
-    def inf_velocity(st, n, s, r, tau, o):
-        r[0] = np.inf
-        h.send(st, n, s, r, tau, o)
-        return st
-
-    def inf_effort(st, n, s, r, tau, o):
-        tau[5] = -np.inf
-        h.send(st, n, s, r, tau, o)
-        return st
-
-    def nan_odom(st, n, s, r, tau, o):
-        h.send(st, n, s, r, tau, (o[0], o[1], np.r_[np.nan, o[2][1:]]))
-        return st
-
-    def unknown_joint(st, n, s, r, tau, o):
-        h.send(st, n + ["foo"], np.r_[s, 0.0], np.r_[r, 0.0], np.r_[tau, 0.0], o)
-        return st
-
-    def missing_joint(st, n, s, r, tau, o):
-        h.send(st, n[1:], s[1:], r[1:], tau[1:], o)
-        return st
-
-    def non_unit_quaternion(st, n, s, r, tau, o):
-        h.send(st, n, s, r, tau, (o[0], np.array([0.0, 0.0, 0.0, 1.3]), o[2]))
-        return st
-
-    def stale_odom(st, n, s, r, tau, o):
-        h.send_odom(st, o)                      # valid odometry at st ...
-        h.send(st + SEC // 2, n, s, r, tau)     # ... and a joint state 0.5 s later (max 0.2 s)
-        return st + SEC // 2
-
-    def out_of_order(st, n, s, r, tau, o):
-        last = st - SEC                         # the last published stamp (good() before)
-        h.send(last - 10_000_000, n, s, r, tau, o)
-        return last - 10_000_000
-
+    h = Harness(["--robot", "solo12", "--param", "warn_period=0", "--param", "max_odom_age=0.2"])
     try:
         h.wait_ready()
-        good()
-        bad(r"joint_states: position of '\w+' is nan", nan_position)
-        bad(r"joint_states: velocity of '\w+' is inf", inf_velocity)
-        bad(r"joint_states: effort of '\w+' is -inf", inf_effort)
-        bad(r"odom: twist has NaN", nan_odom)
-        bad(r"joint_states: unknown joint 'foo'", unknown_joint)
-        bad(r"joint_states: missing joint '\w+'", missing_joint)
-        bad(r"odom: quaternion norm 1.3 is not unit", non_unit_quaternion)
-        bad(r"odom: stale \(age 0.5 s > max 0.2 s\)", stale_odom)
-        bad(r"joint_states: stamp older than previous \(out of order", out_of_order)
-        assert h.node.alive()
-        published = {p.stamp_ns for p in h.pairs}
-        assert not published & set(bad_stamps), "an A/B was published for a bad sample"
+        check_bad_inputs(h, "solo12")
     finally:
         h.close()
 

@@ -26,8 +26,13 @@ def test_demo_runs_and_exits_by_itself():
     assert "demo: done (node exit code 0)" in out, out
 
 
-def test_bench_node_smoke():
-    rc, out = _run(["bench-node", "--robots", "quadruped", "--rates", "200", "--seconds", "1"], timeout=240)
+@pytest.mark.parametrize("transport", ["dds", "rclpy"])
+def test_bench_node_smoke(transport):
+    if transport == "rclpy":
+        pytest.importorskip("rclpy", reason="bench-node --transport rclpy needs ROS 2's rclpy")
+    rc, out = _run(["bench-node", "--robots", "quadruped", "--rates", "200", "--seconds", "1",
+                    "--transport", transport], timeout=240)
     assert rc == 0, out
-    row = [line for line in out.splitlines() if line.startswith("quadruped")]
-    assert row and "ms" in row[0], out
+    row = [line.split() for line in out.splitlines() if line.startswith(transport)]
+    assert len(row) == 1 and row[0][1] == "quadruped" and row[0][-1] == "ms", out
+    assert float(row[0][6].rstrip("Hz")) > 50, out      # output rate: pairs arrived

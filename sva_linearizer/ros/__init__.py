@@ -3,6 +3,7 @@
 * :mod:`.node` - the node's logic, written once (model, validation, linearization, publishing);
 * :mod:`.transport` - the transports: rclpy, or plain DDS via the ``cyclonedds`` package;
 * :mod:`.dds_types` - ROS 2 messages as Cyclone DDS IDL structs (ROS 2 CDR on the wire);
+* :mod:`.cdr` - one-pass CDR codecs of the hot types (JointState, Odometry, Float64MultiArray);
 * :mod:`.messages` - stamps, matrices as Float64MultiArray and the A/B pairing scheme;
 * :mod:`.params` - ROS 2 parameter files; :mod:`.cli` - the ``node``/``demo``/``bench-node`` commands;
 * :mod:`.sim`, :mod:`.demo`, :mod:`.bench` - simulated robot, self-contained demo, benchmark.

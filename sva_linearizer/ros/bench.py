@@ -42,35 +42,70 @@ def _cpu_seconds(pid):
         return None
 
 
-def bench_case(robot, rate, seconds=10.0, warmup=2.0, case_index=0):
+def _receiver(kind, domain):
+    if kind == "dds":
+        return DdsTransport("sva_linearizer_bench", domain_id=domain, config=loopback_config())
+    from .transport import RclpyTransport, loopback_vars
+
+    os.environ.update({k: v for k, v in loopback_vars(domain).items() if k != "ROS_DOMAIN_ID"})
+    return RclpyTransport("sva_linearizer_bench", domain_id=domain, handle_signals=False,
+                          args=["sva_linearizer_bench"])
+
+
+def cpu_plan(pin=True):
+    """(node CPUs, other CPUs) or None: the node gets the last CPU this process may use, the
+    publisher and the receiver (this process) the others."""
+    if not pin or not hasattr(os, "sched_getaffinity"):
+        return None
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        return None
+    return {cpus[-1]}, set(cpus[:-1])
+
+
+def bench_case(robot, rate, seconds=10.0, warmup=2.0, case_index=0, transport="dds", pin=True):
     """One robot at one input rate -> dict with input_hz, output_hz, p50, p99 (ms), linearize,
-    cpu_per_pair (ms of node CPU time per output pair, nan where /proc is unavailable)."""
+    cpu_per_pair (ms of node CPU time per output pair, nan where /proc is unavailable).
+
+    ``transport``: the node's, the publisher's and the receiver's (dds or rclpy). ``pin``: the node
+    runs on a CPU of its own (children inherit this process's affinity at start; see
+    :func:`cpu_plan`), so its numbers are not those of a node waiting for a core."""
     domain = private_domain_id(os.getpid() + 17 * (case_index + 1))
     env = loopback_env(domain)
     py = sys.executable
-    transport = DdsTransport("sva_linearizer_bench", domain_id=domain, config=loopback_config())
-    recs = []
-    echo = Echo(transport, lambda pair, recv_ns: recs.append((recv_ns, pair.stamp_ns)))
-    node = start_process([py, "-m", "sva_linearizer.ros", "node", "--robot", robot, "--transport", "dds",
-                          "--param", "warn_period=5.0"], env, "", echo=False)
-    pub = None
+    plan = cpu_plan(pin)
+    own_affinity = os.sched_getaffinity(0) if plan else None
+    if plan:
+        os.sched_setaffinity(0, plan[0])          # the node inherits the node's CPU ...
     try:
-        if not transport.wait_for_writers(echo.readers[2], 120.0):
+        node = start_process([py, "-m", "sva_linearizer.ros", "node", "--robot", robot, "--transport", transport,
+                              "--param", "warn_period=5.0"], env, "", echo=False)
+    finally:
+        if plan:
+            os.sched_setaffinity(0, plan[1])      # ... everything else the others
+    pub = None
+    recs = []
+    receiver = None
+    try:
+        receiver = _receiver(transport, domain)
+        echo = Echo(receiver, lambda pair, recv_ns: recs.append((recv_ns, pair.stamp_ns)))
+        if not receiver.wait_for_writers(echo.readers[2], 120.0):
             raise RuntimeError(f"node did not come up: {node.lines[-5:]}")
         pub = start_process([py, "-m", "sva_linearizer.ros", "sim", "--robot", robot, "--rate", str(rate),
-                             "--seconds", str(seconds + warmup + 1.0), "--mode", "random"], env, "", echo=False)
+                             "--seconds", str(seconds + warmup + 1.0), "--mode", "random",
+                             "--transport", transport], env, "", echo=False)
         deadline = time.monotonic() + seconds + warmup + 60.0
         while not recs and time.monotonic() < deadline and pub.poll() is None:
-            transport.spin_once(0.1)
+            receiver.spin_once(0.1)
         if not recs:
             raise RuntimeError(f"no output; node: {node.lines[-5:]}, publisher: {pub.lines[-5:]}")
         t_start = time.time_ns() + int(warmup * 1e9)
         t_end = t_start + int(seconds * 1e9)
         while time.time_ns() < t_start and pub.poll() is None:
-            transport.spin_once(0.05)
+            receiver.spin_once(0.05)
         cpu0 = _cpu_seconds(node.pid)
         while time.time_ns() < t_end and pub.poll() is None:
-            transport.spin_once(0.05)
+            receiver.spin_once(0.05)
         cpu1 = _cpu_seconds(node.pid)
         t_end = min(t_end, time.time_ns())
         pub.wait(30)
@@ -78,44 +113,55 @@ def bench_case(robot, rate, seconds=10.0, warmup=2.0, case_index=0):
         if pub is not None:
             stop_process(pub)
         stop_process(node)
-        transport.close()
+        if receiver is not None:
+            receiver.close()
+        if own_affinity:
+            os.sched_setaffinity(0, own_affinity)
     window = [(r, s) for r, s in recs if t_start <= r < t_end]
     lat = np.array([(r - s) * 1e-6 for r, s in window])
     sent = re.search(r"\(([\d.]+) Hz, target", "\n".join(pub.lines))
     mean = re.search(r"mean linearize ([\d.]+ ms)", "\n".join(node.lines))
-    return dict(robot=robot, rate=rate, input_hz=float(sent.group(1)) if sent else float("nan"),
+    return dict(robot=robot, rate=rate, transport=transport, input_hz=float(sent.group(1)) if sent else float("nan"),
                 output_hz=len(window) / max((t_end - t_start) * 1e-9, 1e-9),
                 p50=float(np.percentile(lat, 50)) if lat.size else float("nan"),
                 p99=float(np.percentile(lat, 99)) if lat.size else float("nan"),
-                linearize=mean.group(1) if mean else "?",
+                max=float(lat.max()) if lat.size else float("nan"),
+                linearize=mean.group(1) if mean else "?", node_log=list(node.lines),
                 cpu_per_pair=((cpu1 - cpu0) * 1e3 / len(window)
                               if window and cpu0 is not None and cpu1 is not None else float("nan")))
 
 
-def run_bench(robots=("solo12", "g1_29dof"), rates=(500.0, 1000.0), seconds=10.0, out=None) -> int:
+def run_bench(robots=("solo12", "g1_29dof"), rates=(500.0, 1000.0), seconds=10.0, out=None,
+              transports=("dds",), pin=True) -> int:
     out = out or sys.stdout
     from sva_linearizer.robots import load_robot
 
-    print(f"bench-node: publisher, node and receiver in separate processes over loopback DDS; "
+    plan = cpu_plan(pin)
+    where = (f"node pinned to CPU {sorted(plan[0])}, publisher and receiver to CPU {sorted(plan[1])}"
+             if plan else "no CPU pinning")
+    print(f"bench-node: publisher, node and receiver in separate processes on loopback; {where}; "
           f"{seconds:g} s per case after a warm-up", file=out, flush=True)
-    header = (f"{'robot':<10} {'nv':>3} {'A':>7} {'target':>7} {'input':>8} {'output':>8} "
-              f"{'lat p50':>8} {'lat p99':>8} {'node linearize':>15} {'node CPU/pair':>14}")
+    header = (f"{'transport':<9} {'robot':<10} {'nv':>3} {'A':>7} {'target':>7} {'input':>8} {'output':>8} "
+              f"{'lat p50':>8} {'lat p99':>8} {'lat max':>8} {'node linearize':>15} {'node CPU/pair':>14}")
     print(header, file=out, flush=True)
     code = 0
     i = 0
-    for robot in robots:
-        nv = load_robot(robot).nv
-        for rate in rates:
-            try:
-                r = bench_case(robot, rate, seconds=seconds, case_index=i)
-            except RuntimeError as e:
-                print(f"{robot:<10} {rate:g} Hz: failed: {e}", file=out, flush=True)
-                code = 1
-                continue
-            finally:
-                i += 1
-            print(f"{robot:<10} {nv:>3} {2 * nv:>3}x{2 * nv:<3} {rate:>5g}Hz {r['input_hz']:>6.0f}Hz "
-                  f"{r['output_hz']:>6.0f}Hz {r['p50']:>6.2f}ms {r['p99']:>6.2f}ms {r['linearize']:>15} "
-                  f"{r['cpu_per_pair']:>11.2f} ms",
-                  file=out, flush=True)
+    for transport in transports:
+        if transport not in ("dds", "rclpy"):
+            raise ValueError(f"bench-node: transport must be dds or rclpy, got {transport!r}")
+        for robot in robots:
+            nv = load_robot(robot).nv
+            for rate in rates:
+                try:
+                    r = bench_case(robot, rate, seconds=seconds, case_index=i, transport=transport, pin=pin)
+                except RuntimeError as e:
+                    print(f"{transport:<9} {robot:<10} {rate:g} Hz: failed: {e}", file=out, flush=True)
+                    code = 1
+                    continue
+                finally:
+                    i += 1
+                print(f"{transport:<9} {robot:<10} {nv:>3} {2 * nv:>3}x{2 * nv:<3} {rate:>5g}Hz "
+                      f"{r['input_hz']:>6.0f}Hz {r['output_hz']:>6.0f}Hz {r['p50']:>6.2f}ms {r['p99']:>6.2f}ms "
+                      f"{r['max']:>6.1f}ms {r['linearize']:>15} {r['cpu_per_pair']:>11.2f} ms",
+                      file=out, flush=True)
     return code

@@ -7,6 +7,7 @@ the executable ``ros2 run`` and the launch file start: it takes ``--ros-args`` a
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from .node import DEFAULT_PARAMETERS, NODE_NAME
@@ -37,9 +38,14 @@ def _add_node_arguments(p):
 
 
 def _collect_parameters(args, ros_args):
+    """-> (all parameters as this module reads them, those set by our own options only).
+
+    With rclpy, ``--ros-args`` (and ``--config``, passed on as ``--params-file``) are read by rcl
+    itself; only our own options become parameter overrides. The full set is still parsed here to
+    report a bad parameter before any entity exists."""
     from .params import load_params_file, parse_ros_args, parse_value
 
-    params = {}
+    params, own = {}, {}
     if args.config:
         params.update(load_params_file(args.config, NODE_NAME))
     params.update(parse_ros_args(ros_args, NODE_NAME))
@@ -47,23 +53,35 @@ def _collect_parameters(args, ros_args):
         name, sep, value = item.partition("=")
         if not sep:
             raise ValueError(f"--param expects NAME=VALUE, got {item!r}")
-        params[name.strip()] = parse_value(value)
+        own[name.strip()] = parse_value(value)
     if args.urdf:
-        params.update(urdf_path=args.urdf, robot="", robot_description="")
+        own.update(urdf_path=args.urdf, robot="", robot_description="")
     if args.robot:
-        params.update(robot=args.robot, urdf_path="", robot_description="")
+        own.update(robot=args.robot, urdf_path="", robot_description="")
     if args.floating_base is not None:
-        params["floating_base"] = args.floating_base
-    return params
+        own["floating_base"] = args.floating_base
+    params.update(own)
+    return params, own
+
+
+def _rcl_args(args, ros_args):
+    """Arguments for rclpy.init: ``--config FILE`` becomes a ``--params-file`` before the user's."""
+    ros_args = list(ros_args)
+    extra = ["--params-file", args.config] if args.config else []
+    if not extra:
+        return ["linearizer_node", *ros_args]
+    if ros_args and ros_args[0] == "--ros-args":
+        return ["linearizer_node", "--ros-args", *extra, *ros_args[1:]]
+    return ["linearizer_node", "--ros-args", *extra, "--", *ros_args]
 
 
 def run_node(args, ros_args=()) -> int:
     """Build the transport and the node, spin until SIGINT/SIGTERM (or --duration), exit 0."""
     from .node import LinearizerNode, normalize_parameters
-    from .transport import loopback_config, make_transport, rclpy_available, require_rclpy
+    from .transport import loopback_config, loopback_vars, make_transport, rclpy_available, require_rclpy
 
     try:
-        params = _collect_parameters(args, list(ros_args))
+        params, own = _collect_parameters(args, list(ros_args))
         kind = args.transport
         if kind == "auto":
             kind = "rclpy" if rclpy_available() else "dds"
@@ -72,11 +90,15 @@ def run_node(args, ros_args=()) -> int:
         if kind == "rclpy":
             require_rclpy()
             from rclpy.parameter import Parameter
-            overrides = [Parameter(k, value=checked[k]) for k in params if k in checked]
+            overrides = [Parameter(k, value=checked[k]) for k in own if k in checked]
+        if args.loopback:   # both middlewares on 127.0.0.1 (Fast DDS reads these at rclpy.init)
+            os.environ.update({k: v for k, v in loopback_vars(args.domain_id if args.domain_id is not None
+                                                              else int(os.environ.get("ROS_DOMAIN_ID") or 0)).items()
+                               if k != "ROS_DOMAIN_ID"})
         transport = make_transport(kind, NODE_NAME, domain_id=args.domain_id,
                                    config=loopback_config() if args.loopback else None,
                                    namespace=args.namespace,
-                                   args=["linearizer_node", *ros_args], parameter_overrides=overrides)
+                                   args=_rcl_args(args, ros_args), parameter_overrides=overrides)
     except (ValueError, RuntimeError, OSError) as e:
         print(f"sva-linearizer node: {e}", file=sys.stderr)
         return 2
@@ -84,8 +106,11 @@ def run_node(args, ros_args=()) -> int:
         if kind == "rclpy":
             params = transport.get_parameters(DEFAULT_PARAMETERS)
         node = LinearizerNode(transport, params)
+        if kind == "rclpy":
+            transport.publish_parameters(node.params)   # read back: the values in use
         transport.logger.info(f"transport {transport.name}; publishing linearization/A, "
                               "linearization/B and linearization/stamp")
+        _quiet_gc()
         transport.spin(args.duration)
         _log_after_spin(transport, node.summary())
     except KeyboardInterrupt:  # SIGINT before spinning started (e.g. during the warm-up)
@@ -96,6 +121,19 @@ def run_node(args, ros_args=()) -> int:
     finally:
         transport.close()
     return 0
+
+
+def _quiet_gc():
+    """Keep the cyclic garbage collector's full collections short. Once the node is up, the
+    process holds ~120,000 tracked objects (the model, numba, the middleware), all of which live as
+    long as the node; a full collection walks them all: 60-120 ms measured (g1_29dof, rclpy
+    loaded), a pause that shows as a latency spike when one happens. gc.freeze() moves them out
+    of the collector's sight (a full collection then takes ~0.01 ms). Full collections are rare,
+    so 5-10 s benchmark windows show no difference either way; this removes the rare spike."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
 
 
 def _log_after_spin(transport, text):
@@ -128,14 +166,16 @@ def _cmd_bench(args):
     from .bench import run_bench
 
     return _reporting_errors("bench-node", lambda: run_bench(
-        robots=args.robots.split(","), rates=[float(r) for r in args.rates.split(",")], seconds=args.seconds))
+        robots=args.robots.split(","), rates=[float(r) for r in args.rates.split(",")], seconds=args.seconds,
+        transports=args.transport.split(","), pin=not args.no_pin))
 
 
 def _cmd_sim(args):
     from .sim import run_sim_publisher
 
     return _reporting_errors("sim", lambda: run_sim_publisher(robot=args.robot, rate=args.rate,
-                                                              seconds=args.seconds, mode=args.mode))
+                                                              seconds=args.seconds, mode=args.mode,
+                                                              kind=args.transport))
 
 
 def add_subcommands(subparsers):
@@ -154,11 +194,17 @@ def add_subcommands(subparsers):
     d.add_argument("--rate", type=float, default=100.0, help="joint_states rate in Hz (default 100)")
     d.set_defaults(func=_cmd_demo)
 
-    b = subparsers.add_parser("bench-node", help="node output rate and latency over loopback DDS "
+    b = subparsers.add_parser("bench-node", help="node output rate and latency over loopback DDS or ROS 2 "
                                                  "(publisher, node and receiver in separate processes)")
     b.add_argument("--robots", default="solo12,g1_29dof", help="comma-separated robot names")
     b.add_argument("--rates", default="500,1000", help="comma-separated input rates in Hz")
     b.add_argument("--seconds", type=float, default=10.0, help="measurement time per case (default 10)")
+    b.add_argument("--transport", default="dds",
+                   help="the node's transport (and the publisher's and receiver's): dds, rclpy, or both "
+                        "comma-separated (default dds)")
+    b.add_argument("--no-pin", action="store_true",
+                   help="do not pin the node to a core of its own (default: the node gets the last CPU, "
+                        "publisher and receiver the others)")
     b.set_defaults(func=_cmd_bench)
 
     s = subparsers.add_parser("sim", help="(helper) publish a simulated robot's joint_states and odom")
@@ -167,6 +213,7 @@ def add_subcommands(subparsers):
     s.add_argument("--seconds", type=float, default=None)
     s.add_argument("--mode", choices=("dynamics", "random"), default="dynamics",
                    help="dynamics: integrate the forward dynamics; random: random valid states")
+    s.add_argument("--transport", choices=("dds", "rclpy"), default="dds")
     s.set_defaults(func=_cmd_sim)
 
 

@@ -10,10 +10,13 @@ Only the types the node and its tools send or receive are defined here.
 """
 
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 from cyclonedds.idl import IdlStruct
+from cyclonedds.idl._support import Endianness
 from cyclonedds.idl.types import array, float64, int32, sequence, uint32
 
+from . import cdr
 from .messages import ROS_TYPES
 
 
@@ -118,6 +121,37 @@ class Odometry(IdlStruct, typename="nav_msgs::msg::dds_::Odometry_"):
     child_frame_id: str = ""
     pose: PoseWithCovariance = field(default_factory=PoseWithCovariance)
     twist: TwistWithCovariance = field(default_factory=TwistWithCovariance)
+
+
+# ----------------------------------------------------------------------------------- fast codecs
+# JointState, Odometry and Float64MultiArray, the hot types, take the one-pass codecs of
+# :mod:`sva_linearizer.ros.cdr` instead of cyclonedds' field-by-field Python ones (see there).
+def _install_fast_codec(cls, decode, encode):
+    generic_deserialize = cls.deserialize.__func__
+    generic_serialize = cls.serialize
+
+    def deserialize(klass, data, has_header=True, use_version_2=None):
+        if klass is cls and cdr.fast_in(data, has_header, use_version_2):
+            return decode(memoryview(data), _THIS)
+        return generic_deserialize(klass, data, has_header=has_header, use_version_2=use_version_2)
+
+    def serialize(self, buffer=None, endianness=None, use_version_2=None):
+        if type(self) is cls and cdr.fast_out(buffer, endianness in (None, Endianness.Little), use_version_2):
+            return encode(self)
+        return generic_serialize(self, buffer=buffer, endianness=endianness, use_version_2=use_version_2)
+
+    cls.deserialize = classmethod(deserialize)
+    cls.serialize = serialize
+    cls.generic_deserialize = classmethod(generic_deserialize)
+    cls.generic_serialize = generic_serialize
+
+
+_THIS = SimpleNamespace(**{n: globals()[n] for n in (
+    "Time", "Header", "JointState", "Point", "Quaternion", "Pose", "PoseWithCovariance", "Vector3", "Twist",
+    "TwistWithCovariance", "Odometry", "MultiArrayDimension", "MultiArrayLayout", "Float64MultiArray")})
+_install_fast_codec(JointState, cdr.decode_joint_state, cdr.encode_joint_state)
+_install_fast_codec(Odometry, cdr.decode_odometry, cdr.encode_odometry)
+_install_fast_codec(Float64MultiArray, cdr.decode_f64multiarray, cdr.encode_f64multiarray)
 
 
 #: ROS 2 type name ("pkg/msg/Type") -> IDL class, for every type the package sends or receives.

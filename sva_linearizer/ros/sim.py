@@ -82,22 +82,22 @@ def _raise_interrupt(*_):
 
 
 def run_sim_publisher(robot="quadruped", rate=100.0, seconds=None, mode="dynamics", transport=None,
-                      wait_for_node_s=30.0, out=sys.stdout) -> int:
+                      wait_for_node_s=30.0, out=sys.stdout, kind="dds") -> int:
     """Publish odom (floating base) then joint_states at ``rate`` Hz, stamped with wall time."""
     from sva_linearizer.robots import load_robot
 
-    from .node import QOS_ODOM, QOS_STATE
-    from .transport import DdsTransport
+    from .node import QOS_STATE_PUB
+    from .transport import make_transport
 
     model = load_robot(robot)
     own = transport is None
     if own:
         signal.signal(signal.SIGTERM, _raise_interrupt)
     if own:
-        transport = DdsTransport("sva_linearizer_sim")
+        transport = make_transport(kind, "sva_linearizer_sim", args=["sva_linearizer_sim"])
     T = transport.types
-    pub_js = transport.create_publisher("joint_states", "sensor_msgs/msg/JointState", QOS_STATE)
-    pub_odom = (transport.create_publisher("odom", "nav_msgs/msg/Odometry", QOS_ODOM)
+    pub_js = transport.create_publisher("joint_states", "sensor_msgs/msg/JointState", QOS_STATE_PUB)
+    pub_odom = (transport.create_publisher("odom", "nav_msgs/msg/Odometry", QOS_STATE_PUB)
                 if model.floating_base else None)
     names = list(model.joint_names)
     period = 1.0 / rate

@@ -1,25 +1,47 @@
 """Real-DDS test harness: the node as a separate process, a publisher/receiver in the test process,
 both on a private loopback-only domain and a private namespace. Everything is time-bounded and the
-node is always stopped (SIGTERM, then SIGKILL)."""
+node is always stopped (SIGTERM, then SIGKILL).
+
+``node_transport`` is the node's (``dds``: Cyclone, ``rclpy``: ROS 2 on Fast DDS) and ``peer`` the
+test side's: ``dds`` (Cyclone via the package's DdsTransport) or ``rclpy`` (a real rclpy node via
+RclpyTransport, Fast DDS), so the same checks run rclpy-rclpy and across vendors."""
 import itertools
 import os
 import re
+import shutil
 import sys
 import time
 
 from sva_linearizer.ros.demo import Echo, start_process, stop_process
 from sva_linearizer.ros.messages import joint_state_msg, odometry_msg
-from sva_linearizer.ros.node import QOS_DESCRIPTION, QOS_ODOM, QOS_STATE
-from sva_linearizer.ros.transport import DdsTransport, loopback_config, loopback_env, private_domain_id
+from sva_linearizer.ros.node import QOS_DESCRIPTION, QOS_STATE_PUB
+from sva_linearizer.ros.transport import (DdsTransport, loopback_config, loopback_env, loopback_vars,
+                                         private_domain_id)
 
 _counter = itertools.count(1)
 
 
+def node_command(transport, node_args, namespace="", script=False):
+    """The node's command line: ``python -m sva_linearizer.ros node ...`` or, with script=True, the
+    installed ``linearizer_node`` executable (node_args then may hold ``--ros-args ...``)."""
+    if script:
+        exe = os.path.join(os.path.dirname(sys.executable), "linearizer_node")
+        if not os.path.exists(exe):
+            exe = shutil.which("linearizer_node")
+        assert exe, "linearizer_node is not installed"
+        cmd = [exe]
+    else:
+        cmd = [sys.executable, "-m", "sva_linearizer.ros", "node"]
+    cmd += ["--transport", transport]
+    if namespace:
+        cmd += ["--namespace", namespace]
+    return cmd + list(node_args)
+
+
 class NodeProcess:
-    def __init__(self, node_args, domain, namespace):
-        cmd = [sys.executable, "-m", "sva_linearizer.ros", "node", "--transport", "dds",
-               "--namespace", namespace, *node_args]
-        self.proc = start_process(cmd, loopback_env(domain), "", echo=False)
+    def __init__(self, node_args, domain, namespace, transport="dds", script=False, command=None, env=None):
+        cmd = command if command is not None else node_command(transport, node_args, namespace, script)
+        self.proc = start_process(cmd, loopback_env(domain, env), "", echo=False)
 
     @property
     def lines(self):
@@ -42,26 +64,50 @@ class NodeProcess:
         return "\n".join(self.lines)
 
 
-class Harness:
-    """Publishes joint_states/odom/robot_description and pairs the node's A/B/stamp."""
+def make_peer(kind, name, domain, namespace=""):
+    """The test side's transport on the private loopback domain: ``dds`` or ``rclpy``."""
+    if kind == "dds":
+        return DdsTransport(name, domain_id=domain, config=loopback_config(), namespace=namespace)
+    from sva_linearizer.ros.transport import RclpyTransport
 
-    def __init__(self, node_args, description_topic="robot_description"):
+    # Fast DDS reads its transport settings from the environment when the participant is created
+    os.environ.update({k: v for k, v in loopback_vars(domain).items() if k != "ROS_DOMAIN_ID"})
+    return RclpyTransport(name, namespace=namespace, domain_id=domain, handle_signals=False,
+                          args=["sva_test"])
+
+
+class Harness:
+    """Publishes joint_states/odom/robot_description and pairs the node's A/B/stamp.
+
+    start_node=False: the node is started later by :meth:`start` (e.g. after a transient-local
+    robot description was published)."""
+
+    def __init__(self, node_args, description_topic="robot_description", node_transport="dds", peer="dds",
+                 start_node=True, script=False, state_qos=QOS_STATE_PUB, command=None, env=None):
         seed = os.getpid() * 31 + next(_counter)
         self.domain = private_domain_id(seed)
         self.namespace = f"/sva_test_{os.getpid()}_{seed % 100000}"
-        self.transport = DdsTransport("sva_test_harness", domain_id=self.domain, config=loopback_config(),
-                                      namespace=self.namespace)
+        self.node_args, self.node_transport, self.script = node_args, node_transport, script
+        self.command = command(self.namespace) if callable(command) else command
+        self.env = env
+        self.transport = make_peer(peer, "sva_test_harness", self.domain, self.namespace)
         T = self.transport
         self.types = T.types
-        self.pub_js = T.create_publisher("joint_states", "sensor_msgs/msg/JointState", QOS_STATE)
-        self.pub_odom = T.create_publisher("odom", "nav_msgs/msg/Odometry", QOS_ODOM)
+        self.pub_js = T.create_publisher("joint_states", "sensor_msgs/msg/JointState", state_qos)
+        self.pub_odom = T.create_publisher("odom", "nav_msgs/msg/Odometry", state_qos)
         self.pub_desc = T.create_publisher(description_topic, "std_msgs/msg/String", QOS_DESCRIPTION)
         self.pairs = []
         self.echo = Echo(T, lambda pair, recv_ns: self.pairs.append(pair))
-        self.node = NodeProcess(node_args, self.domain, self.namespace)
+        self.node = None
+        if start_node:
+            self.start()
+
+    def start(self):
+        self.node = NodeProcess(self.node_args, self.domain, self.namespace, self.node_transport, self.script,
+                                self.command, self.env)
 
     def close(self):
-        rc = self.node.stop()
+        rc = self.node.stop() if self.node is not None else None
         self.transport.close()
         return rc
 

@@ -1,0 +1,206 @@
+"""The node on the rclpy transport against a real ROS 2 peer, between separate processes.
+
+ROS 2 Kilted's rclpy, messages and Fast DDS come from the community wheels on PyPI (the `ros`
+extra). The node runs as its own process (`python -m sva_linearizer.ros node --transport rclpy`,
+or the `linearizer_node` executable with `--ros-args`), the test side is a real rclpy node
+(RclpyTransport) in this process. Everything stays on 127.0.0.1 (Fast DDS:
+ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST and a UDPv4-only profile whitelisting 127.0.0.1) on a
+private ROS_DOMAIN_ID, bounded in time, and the node is always stopped.
+"""
+import pathlib
+import re
+import signal
+import time
+
+import numpy as np
+import pytest
+import yaml
+
+pytest.importorskip("rclpy", reason="the rclpy tests need ROS 2's rclpy (pip install '.[ros]')")
+
+import sva_linearizer as sl  # noqa: E402
+from fd_tools import e_max  # noqa: E402
+from ros_helpers.cases import SEC, check_A_B, check_bad_inputs, check_description_topic, random_input  # noqa: E402
+from ros_helpers.dds_harness import Harness  # noqa: E402
+from sva_linearizer.robots import robot_urdf_path  # noqa: E402
+from sva_linearizer.ros.node import DEFAULT_PARAMETERS  # noqa: E402
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+CONFIGS = sorted(p.stem for p in (ROOT / "config").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("robot,floating", [("solo12", True), ("ur5", False)])
+def test_A_B_over_rclpy_equal_library_and_pinocchio(robot, floating):
+    flag = "--floating-base" if floating else "--fixed-base"
+    h = Harness(["--urdf", str(robot_urdf_path(robot)), flag, "--param", "warn_period=0",
+                 "--param", "max_odom_age=0.5"], node_transport="rclpy", peer="rclpy")
+    try:
+        h.wait_ready()
+        check_A_B(h, robot, floating)
+    finally:
+        h.close()
+
+
+def test_bad_inputs_over_rclpy_are_dropped_and_node_recovers():
+    h = Harness(["--robot", "solo12", "--param", "warn_period=0", "--param", "max_odom_age=0.2"],
+                node_transport="rclpy", peer="rclpy")
+    try:
+        h.wait_ready()
+        check_bad_inputs(h, "solo12")
+    finally:
+        h.close()
+
+
+def test_robot_description_transient_local_before_the_node_starts():
+    """/robot_description as robot_state_publisher publishes it (reliable, transient local), sent
+    once before the node exists; a malformed one later does not replace the model."""
+    h = Harness(["--fixed-base", "--param", "warn_period=0", "--param", "robot_description_topic=robot_description"],
+                node_transport="rclpy", peer="rclpy", start_node=False)
+    try:
+        h.send_description(open(robot_urdf_path("ur5")).read())
+        h.spin(0.2)
+        h.start()
+        check_description_topic(h, "ur5")
+        start = len(h.node.lines)
+        h.send_description("<robot name='broken'><link name='a'></robot")
+        h.wait_log(r"robot_description \(topic\): cannot build a model", start)
+        model = sl.load_urdf(robot_urdf_path("ur5"), floating_base=False)
+        s, r, tau, _ = random_input(model, np.random.default_rng(5))
+
+        def send():
+            h.send(400 * SEC, model.joint_names, s, r, tau)
+        send()
+        pair = h.wait_pair(400 * SEC, resend=send)
+        assert e_max(pair.A, sl.linearize(model, sl.State.from_vectors(model, s, r), tau).A) <= 1e-8
+    finally:
+        h.close()
+
+
+def _get_parameters(h, names, timeout=30.0):
+    """Values through the node's parameter service (rcl_interfaces/srv/GetParameters)."""
+    from rcl_interfaces.srv import GetParameters
+    from rclpy.parameter import parameter_value_to_python
+
+    node = h.transport.node
+    client = node.create_client(GetParameters, f"{h.namespace}/sva_linearizer/get_parameters")
+    try:
+        end = time.monotonic() + timeout
+        while not client.service_is_ready():
+            assert time.monotonic() < end, "parameter service did not appear"
+            h.spin(0.05)
+        future = client.call_async(GetParameters.Request(names=list(names)))
+        while not future.done():
+            assert time.monotonic() < end, "parameter service did not answer"
+            h.spin(0.05)
+        return dict(zip(names, (parameter_value_to_python(v) for v in future.result().values)))
+    finally:
+        node.destroy_client(client)
+
+
+def _set_parameter(h, name, value, timeout=30.0):
+    from rcl_interfaces.srv import SetParameters
+    from rclpy.parameter import Parameter
+
+    node = h.transport.node
+    client = node.create_client(SetParameters, f"{h.namespace}/sva_linearizer/set_parameters")
+    try:
+        end = time.monotonic() + timeout
+        while not client.service_is_ready():
+            assert time.monotonic() < end
+            h.spin(0.05)
+        future = client.call_async(SetParameters.Request(parameters=[Parameter(name, value=value).to_parameter_msg()]))
+        while not future.done():
+            assert time.monotonic() < end
+            h.spin(0.05)
+        return future.result().results[0]
+    finally:
+        node.destroy_client(client)
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+def test_linearizer_node_with_params_file(config):
+    """`linearizer_node --ros-args --params-file config/<robot>.yaml`: rcl's own YAML parser reads
+    the shipped file; the parameter service reads back exactly the file's values (they are the
+    values in use), and changes are refused. ur5 and solo12 also compute A and B."""
+    path = ROOT / "config" / f"{config}.yaml"
+    expected = yaml.safe_load(path.read_text())["/**"]["ros__parameters"]
+    h = Harness(["--ros-args", "--params-file", str(path), "-p", "warn_period:=0.5"],
+                node_transport="rclpy", peer="rclpy", script=True)
+    try:
+        h.wait_ready(need_js=False)
+        got = _get_parameters(h, list(DEFAULT_PARAMETERS))
+        expected["warn_period"] = 0.5
+        for k, v in expected.items():
+            assert got[k] == pytest.approx(v) if isinstance(v, (float, list)) else got[k] == v, (k, got[k], v)
+        assert isinstance(got["floating_base"], bool)
+        kind = "floating" if expected["floating_base"] else "fixed"
+        assert h.node.find(rf"model from robot: \d+ joints, {kind} base") is not None, h.node.output()
+        res = _set_parameter(h, "max_rate", 10.0)
+        assert not res.successful and "restart" in res.reason
+        assert _get_parameters(h, ["max_rate"])["max_rate"] == expected["max_rate"]
+        if config in ("ur5", "solo12"):
+            h.wait_ready()
+            check_A_B(h, config, expected["floating_base"], n=1, oracle=False)
+    finally:
+        h.close()
+
+
+def test_floating_base_auto_reads_back_the_value_in_use():
+    h = Harness(["--robot", "ur5"], node_transport="rclpy", peer="rclpy")
+    try:
+        h.wait_ready(need_js=False)
+        got = _get_parameters(h, ["floating_base", "robot", "gravity"])
+        assert got == {"floating_base": False, "robot": "ur5", "gravity": [0.0, 0.0, -9.81]}
+    finally:
+        h.close()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_clean_exit_on_signal_rclpy(sig):
+    """Exit code 0, the summary logged (through rosout, the context still valid), and nothing
+    logged after it: no 'Failed to publish log message to rosout'."""
+    h = Harness(["--robot", "ur5"], node_transport="rclpy", peer="rclpy")
+    try:
+        h.wait_ready()
+        check_A_B(h, "ur5", False, n=1, oracle=False)
+        h.node.proc.send_signal(sig)
+        rc = h.node.proc.wait(30)
+        time.sleep(0.3)      # the pump thread reads the last lines
+        out = h.node.output()
+        assert rc == 0, out
+        i = h.node.find(r"published 1 A/B pairs")
+        assert i is not None, out
+        assert [ln for ln in h.node.lines[i + 1:] if ln.strip()] == [], out
+        assert "rosout" not in out and "Traceback" not in out, out
+    finally:
+        h.close()
+
+
+@pytest.mark.parametrize("node_transport", ["rclpy", "dds"])
+def test_best_effort_publishers_are_matched(node_transport):
+    """Joint states and odometry from best-effort (sensor-data QoS) rclpy publishers reach the node
+    (its subscriptions are best effort, which matches reliable publishers too - the other tests)."""
+    from rclpy.qos import ReliabilityPolicy
+
+    h = Harness(["--robot", "solo12", "--param", "max_odom_age=0.5"], node_transport=node_transport,
+                peer="rclpy", state_qos=dict(reliable=False, transient_local=False, depth=5))
+    try:
+        h.wait_ready()
+        for topic in ("joint_states", "odom"):
+            infos = h.transport.node.get_subscriptions_info_by_topic(f"{h.namespace}/{topic}")
+            assert [i.qos_profile.reliability for i in infos] == [ReliabilityPolicy.BEST_EFFORT], topic
+        assert h.pub_js.qos_profile.reliability == ReliabilityPolicy.BEST_EFFORT
+        check_A_B(h, "solo12", True, n=2, oracle=False)
+    finally:
+        h.close()
+
+
+def test_auto_transport_is_rclpy_when_importable():
+    from sva_linearizer.ros.transport import RclpyTransport, make_transport, private_domain_id
+
+    t = make_transport("auto", "sva_auto_test", domain_id=private_domain_id(991), args=["x"])
+    try:
+        assert isinstance(t, RclpyTransport)
+        assert re.match(r"sva_auto_test", t.node.get_name())
+    finally:
+        t.close()
