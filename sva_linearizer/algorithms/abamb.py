@@ -101,7 +101,7 @@ def forward_dynamics(model: Model, state: State, tau: ArrayLike, data: Data | No
     if status == BAD_INPUT:
         raise input_error(model, state.q, state.v, tau)
     if status != 0:
-        raise singular_mass_matrix_error(model, status)
+        raise singular_mass_matrix_error(model, status, d)
     if model.floating_base:
         return np.concatenate([d.a[0] - d.g0, d.rdd])  # remove the gravity term a_0^r
     return d.rdd.copy()

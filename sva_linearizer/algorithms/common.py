@@ -32,10 +32,18 @@ def setup(model, state, data=None) -> Data:
     return d
 
 
-def singular_mass_matrix_error(model, status: int) -> ValueError:
-    """The ValueError for a kernel's status code (k > 0: pivot of body k, -1: the base)."""
+def singular_mass_matrix_error(model, status: int, d: Data | None = None) -> ValueError:
+    """The ValueError for a kernel's status code (k > 0: pivot of body k, -1: the base); with the
+    Data the kernel ran on, the pivot and the threshold it fell below."""
     if status > 0:
+        why = ""
+        if d is not None:
+            scale = float(max(abs(d.I[k, 0, 0]) + abs(d.I[k, 3, 3]) for k in range(d.I.shape[0])))
+            why = (f" (its articulated pivot D = {d.Dd[status]:.3g} is not above 1e-12 x {scale:.3g}, "
+                   "the largest body's mass + inertia")
+            why += ("; inertias spanning more than 12 orders of magnitude make M numerically singular)"
+                    if d.Dd[status] > 0 else ")")
         return ValueError(f"the mass matrix is singular at this configuration: joint "
-                          f"'{model.joint_names[status - 1]}' moves no mass or inertia here")
+                          f"'{model.joint_names[status - 1]}' moves no mass or inertia here{why}")
     return ValueError("the mass matrix is singular at this configuration: the floating base's "
                       "articulated inertia is singular")

@@ -164,7 +164,7 @@ def inverse_mass_matrix(model: Model, state: State, out: np.ndarray | None = Non
     if status == BAD_INPUT:
         raise input_error(model, state.q, state.v)
     if status != 0:
-        raise singular_mass_matrix_error(model, status)
+        raise singular_mass_matrix_error(model, status, d)
     if out is None:
         return d.Minv.copy()
     out[...] = d.Minv

@@ -226,7 +226,7 @@ def run_contacts(model: Model, state: State, tau: np.ndarray, contacts, forces, 
         if status == NOT_FINITE:
             raise overflow_error(model, d, q, v, tau, A, B[:, :nj])
         if status != 0:
-            raise singular_mass_matrix_error(model, status)
+            raise singular_mass_matrix_error(model, status, d)
         return d.nu_dot.copy(), d.Minv.copy(), d.D.copy(), A, B, lam, dz, dtau
     finally:
         d._busy = busy

@@ -195,7 +195,7 @@ def status_error(model, d, status, q, v, tau, A, B) -> ValueError:
         return input_error(model, q, v, tau)
     if status == NOT_FINITE:
         return overflow_error(model, d, q, v, tau, A, B)
-    return singular_mass_matrix_error(model, status)
+    return singular_mass_matrix_error(model, status, d)
 
 
 def linearize(model: Model, state: State, tau: ArrayLike, *, data: Data | None = None,
