@@ -34,7 +34,7 @@ if os.environ.get("SVA_LINEARIZER_NO_JIT", "") in ("", "0"):
     try:
         import numba as _numba
 
-        HAVE_NUMBA = True
+        HAVE_NUMBA = not _numba.config.DISABLE_JIT   # NUMBA_DISABLE_JIT=1: plain Python, as without numba
     except ImportError:  # pragma: no cover - exercised where numba is absent
         pass
 
@@ -68,8 +68,9 @@ QUIET_ENV = "SVA_LINEARIZER_QUIET"
 MARKER_NAME = "sva_linearizer.compiled-{group}.json"
 LOCK_NAME = "sva_linearizer.compile.lock"
 # the message's estimates: cold compiles measured on a shared 2-core machine (Xeon 2.8 GHz, numba 0.68)
-ESTIMATE_S = {"core": 70, "batch": 25}
-WHAT = {"core": "the numba kernels", "batch": "the parallel kernel of linearize_batch"}
+ESTIMATE_S = {"core": 70, "batch": 25, "contacts": 60}
+WHAT = {"core": "the numba kernels", "batch": "the parallel kernel of linearize_batch",
+        "contacts": "the contact kernels (frames, rigid contacts, contact forces)"}
 
 _lock = threading.RLock()
 _done = {}  # group -> the status later calls report: "warm" (compiled or found) or "skipped"
@@ -295,6 +296,25 @@ def _stage_discrete():
         sl.linearize(m, sl.State.from_vectors(m, q, v), tau, dt=0.01)
 
 
+def _stage_contacts():
+    import numpy as np
+
+    import sva_linearizer as sl
+
+    for floating in (True, False):
+        m = _tiny_model(floating)
+        q, v, tau = _tiny_state(m)
+        state = sl.State.from_vectors(m, q, v)
+        point = sl.Contact("b", kind="point", baumgarte=(1.0, 1.0))
+        six = sl.Contact("c", kind="6d", reference="world_aligned")
+        sl.linearize(m, state, tau, contacts=[point], forces=[(six, np.zeros(6))])
+        sl.linearize(m, state, tau, contacts=[point], dt=0.01)
+        sl.forward_dynamics(m, state, tau, contacts=[point])
+        sl.frame_jacobian(m, state, "b", reference="world_aligned")
+        sl.frame_velocity(m, state, "b")
+        sl.frame_placement(m, state, "b")
+
+
 # (group, name, function): what the warm-up runs, in order. "core": everything one state needs
 # (ensure_compiled() before the first kernel call); "batch": linearize_batch's parallel kernel
 # (ensure_compiled("batch") in linearize_batch). The core may add stages for new kernels.
@@ -305,6 +325,7 @@ WARMUP_STAGES = [
     ("core", "fixed base: dynamics, Minv, ID derivatives", _stage_dynamics(False)),
     ("core", "discrete time", _stage_discrete),
     ("batch", "linearize_batch (parallel), floating and fixed base, with and without dt", _stage_batch),
+    ("contacts", "frames, rigid contacts and contact forces", _stage_contacts),
 ]
 
 

@@ -8,8 +8,9 @@ ratios (the medians of the times are printed too).
 What is timed (both sides from the same flat vectors q, v, tau):
   ours, one state   State.from_vectors + linearize(model, state, tau, data=Data) -> A, B
   Pinocchio         computeABADerivatives + assembling A, B from its ddq_dq, ddq_dv, Minv (numpy)
-  ours, batch       linearize_batch(model, Q, V, TAU) / N (compiled, parallel over numba threads)
+  ours, batch       linearize_batch(model, Q, V, TAU) / N (worker threads; "1 thr": on one thread)
   Pinocchio, batch  the one-state call in a Python loop / N (it has no batched API)
+  dt                ours with dt= (A, B and the discrete Ad, Bd) over ours without, one state
 """
 from __future__ import annotations
 
@@ -121,14 +122,34 @@ def bench_robot(name, batch=128, repeat=15, number=20, seed=0):
         for i in range(batch):
             pin_linearize(Q[i], V[i], T[i])
 
+    def ours_dt():
+        return sl.linearize(model, sl.State.from_vectors(model, q, v), tau, data=data, dt=0.01)
+
+    ours_dt()
+    dt_ratio = _medians_and_ratio(*_timings_us([ours_dt, ours], repeat, number))[2]
+
+    def ours_batch_1():
+        sl.linearize_batch(model, Q, V, T)
+
     nb = max(1, number // 10)
     batch_ours, batch_pin, batch_ratio = _medians_and_ratio(
         *_timings_us([ours_batch, pin_batch], repeat, nb), per=batch)
+    old = os.environ.get("SVA_LINEARIZER_NUM_THREADS")
+    os.environ["SVA_LINEARIZER_NUM_THREADS"] = "1"
+    try:
+        batch1_ratio = _medians_and_ratio(*_timings_us([ours_batch_1, pin_batch], repeat, nb),
+                                          per=batch)[2]
+    finally:
+        if old is None:
+            del os.environ["SVA_LINEARIZER_NUM_THREADS"]
+        else:
+            os.environ["SVA_LINEARIZER_NUM_THREADS"] = old
     return {"robot": name, "nv": nv, "e_max_vs_pinocchio": err,
             "single_ours_us": single_ours, "single_pin_us": single_pin,
             "single_ratio": single_ratio,
             "batch": batch, "batch_ours_us": batch_ours, "batch_pin_us": batch_pin,
-            "batch_ratio": batch_ratio}
+            "batch_ratio": batch_ratio, "batch_1thread_ratio": batch1_ratio,
+            "dt_over_continuous": dt_ratio}
 
 
 _STARTUP = r"""
@@ -198,9 +219,9 @@ def run(robots=DEFAULT_ROBOTS, batch=128, repeat=15, number=20, cold=True, out=p
 
     rows = []
     out(f"sva_linearizer vs Pinocchio, same random states, one process; batch of {batch} on "
-        f"{num_threads()} numba thread(s); medians of {repeat} runs, ours and Pinocchio taking turns; ratio = median of the runs' ratios")
+        f"{num_threads()} thread(s); medians of {repeat} runs, ours and Pinocchio taking turns; ratio = median of the runs' ratios")
     hdr = (f"{'robot':<10} {'nv':>3} | {'one state: ours':>15} {'pin':>7} {'ratio':>6} | "
-           f"{'batch/state: ours':>17} {'pin':>7} {'ratio':>6} | {'1st call warm':>13} "
+           f"{'batch/state: ours':>17} {'pin':>7} {'ratio':>6} {'1 thr':>6} | {'dt':>5} | {'1st call warm':>13} "
            f"{'cold':>7} {'pin':>7} | {'peak RSS MB ours':>16} {'pin':>5} | e_max")
     out(hdr)
     out("-" * len(hdr))
@@ -217,12 +238,14 @@ def run(robots=DEFAULT_ROBOTS, batch=128, repeat=15, number=20, cold=True, out=p
         rows.append(r)
         out(f"{name:<10} {r['nv']:>3} | {r['single_ours_us']:>12.1f} us {r['single_pin_us']:>7.1f} "
             f"{r['single_ratio']:>5.2f}x | {r['batch_ours_us']:>14.1f} us {r['batch_pin_us']:>7.1f} "
-            f"{r['batch_ratio']:>5.2f}x | {r['first_call_warm_s']:>11.3f} s {r['first_call_cold_s']:>5.1f} s "
+            f"{r['batch_ratio']:>5.2f}x {r['batch_1thread_ratio']:>5.2f}x | {r['dt_over_continuous']:>4.2f}x | "
+            f"{r['first_call_warm_s']:>11.3f} s {r['first_call_cold_s']:>5.1f} s "
             f"{r['first_call_pin_s']:>5.4f} s | {r['peak_rss_ours_mb']:>16.0f} {r['peak_rss_pin_mb']:>5.0f} | "
             f"{r['e_max_vs_pinocchio']:.1e}")
     out("one state: from flat vectors to A and B (ours: State.from_vectors + linearize with a "
         "reused Data; Pinocchio: computeABADerivatives + assembling A, B). batch/state: "
-        "linearize_batch / N vs Pinocchio in a Python loop / N. 1st call: in a fresh process, "
+        "linearize_batch / N vs Pinocchio in a Python loop / N (1 thr: the batch on one thread). "
+        "dt: one state with dt (A, B and Ad, Bd) over one state without. 1st call: in a fresh process, "
         "after imports and model loading (warm: numba cache present; cold: empty cache, i.e. "
         "compilation included). e_max = max|ours - Pinocchio| / mean|Pinocchio| over A and B.")
     return rows

@@ -210,7 +210,9 @@ def cmd_compile(args):
               "kernels run as plain Python, nothing to compile")
         return 0
     if args.status:
-        warm = {g: is_warm(g) for g in ("core", "batch")}
+        from ._jit import ESTIMATE_S
+
+        warm = {g: is_warm(g) for g in ESTIMATE_S}
         print(", ".join(f"{g}: {'warm' if w else 'cold'}" for g, w in warm.items())
               + f" (cache: {', '.join(cache_dirs())})")
         return 0 if all(warm.values()) else 1

@@ -167,7 +167,7 @@ def test_compile_covers_what_a_robot_uses(tmp_path):
     assert after == files, sorted(set(map(str, after)) ^ set(map(str, files)))
     r = subprocess.run([sys.executable, "-m", "sva_linearizer.cli", "compile", "--status"],
                        capture_output=True, text=True, timeout=300, env=env)
-    assert r.returncode == 0 and r.stdout.startswith("core: warm, batch: warm (cache: ")
+    assert r.returncode == 0 and r.stdout.startswith("core: warm, batch: warm, contacts: warm (cache: ")
 
 
 @needs_numba

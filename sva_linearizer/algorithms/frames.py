@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .._jit import njit
+from .._jit import ensure_compiled, njit
 from ..data import views
 from ..spatial import placement_to_xform
 from ..spatial_ops import cross_m, mv
@@ -237,6 +237,7 @@ def _run_kinematics(model, state, data=None):
     from ..state import input_error
     from .eidamb import eidamb_entry
 
+    ensure_compiled("contacts")
     d = setup(model, state, data)
     if eidamb_entry(d.ib, d.fb, state.q, state.v, np.zeros(model.nv)) != 0:
         raise input_error(model, state.q, state.v)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .._jit import njit
+from .._jit import ensure_compiled, njit
 from ..algorithms.common import BAD_INPUT, NOT_FINITE, singular_mass_matrix_error
 from ..algorithms.contacts import (check_contacts, check_forces, contact_set, delassus_inverse,
                                    set_gather, set_rows, set_wrench)
@@ -195,6 +195,7 @@ def _set_arrays(cset):
 
 def run_contacts(model: Model, state: State, tau: np.ndarray, contacts, forces, data, linearize: bool):
     """contacts_pipeline on the Data; returns (d, A, B, lam, dz, dtau) (arrays fresh)."""
+    ensure_compiled("contacts")
     cs = check_contacts(model, contacts)
     fs, fvec = check_forces(model, forces)
     d = get_data(model, data)
