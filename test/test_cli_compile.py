@@ -192,5 +192,5 @@ def test_an_unannounced_compile_is_reported(tmp_path):
 def test_compile_status_on_a_cold_cache(tmp_path):
     r = subprocess.run([sys.executable, "-m", "sva_linearizer.cli", "compile", "--status"], capture_output=True,
                        text=True, timeout=300, env=dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path)))
-    assert r.returncode == 1 and r.stdout.startswith("core: cold, batch: cold (cache: ")
+    assert r.returncode == 1 and r.stdout.startswith("core: cold, batch: cold, contacts: cold (cache: ")
     assert str(tmp_path) in r.stdout and r.stderr == ""
