@@ -100,8 +100,17 @@ def _say(text, end="\n"):
 
 def _sources():
     """The source files holding kernels, in order (numba invalidates a file's cache entries when its
-    modification time or size changes)."""
+    modification time or size changes): every module of the package's kernel folders, whether
+    imported yet or not (some are imported on first use: the key must not depend on that), then
+    those of any other module that made a kernel with this njit."""
+    here = os.path.dirname(os.path.abspath(__file__))
     seen = []
+    for sub in ("", "algorithms", "linearization"):
+        folder = os.path.join(here, sub)
+        try:
+            seen += sorted(os.path.join(folder, f) for f in os.listdir(folder) if f.endswith(".py"))
+        except OSError:  # pragma: no cover - a zipped or stripped install
+            pass
     for d in _DISPATCHERS:
         path = getattr(getattr(d, "py_func", None), "__code__", None)
         path = path.co_filename if path is not None else None
