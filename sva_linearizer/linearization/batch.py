@@ -57,6 +57,18 @@ def _executor(workers):
         return _pool
 
 
+def _run_workers(work, nthreads):
+    """work(t) on threads t = 1..nthreads-1 of the pool and t = 0 on the calling thread; waits for
+    all, re-raising the first error."""
+    if nthreads <= 1:
+        work(0)
+        return
+    futures = [_executor(nthreads - 1).submit(work, t) for t in range(1, nthreads)]
+    work(0)
+    for f in futures:
+        f.result()
+
+
 @njit
 def batch_chunk(ib, fb, Q, V, TAU, OA, OB, status, dt, SA, SB, lo, hi):
     """linearize_state for rows lo..hi-1 of Q, V, TAU on the workspace fb: A, B into OA[i], OB[i];
@@ -147,13 +159,7 @@ def linearize_batch(model: Model, q_batch: ArrayLike, v_batch: ArrayLike, tau_ba
             batch_chunk(d.ib, fbs[t], Q, V, T, OA, OB, status, dt or 0.0, SA[t], SB[t], lo,
                         min(N, lo + chunk))
 
-    if nthreads == 1:
-        work(0)
-    else:
-        futures = [_executor(nthreads - 1).submit(work, t) for t in range(1, nthreads)]
-        work(0)
-        for f in futures:
-            f.result()
+    _run_workers(work, nthreads)
     bad = np.flatnonzero(status)
     if bad.size:    # the first bad state again, on a workspace of its own, for the message
         i = int(bad[0])
@@ -204,14 +210,7 @@ def _batch_contacts(model, Q, V, T, dt, out, contacts, forces):
                 continue
             OA[i], OB[i] = (lin.Ad, lin.Bd) if dt is not None else (lin.A, lin.B)
 
-    nthreads = min(num_threads(), N)
-    if nthreads == 1:
-        work(0)
-    else:
-        futures = [_executor(nthreads - 1).submit(work, t) for t in range(1, nthreads)]
-        work(0)
-        for f in futures:
-            f.result()
+    _run_workers(work, min(num_threads(), N))
     if errors:
         i = min(errors)
         raise ValueError(f"linearize_batch: state {i}: {errors[i]}")
