@@ -61,6 +61,56 @@ def njit(fn=None, *, parallel=False, inline="never"):
     return wrap(fn) if fn is not None else wrap
 
 
+def _carve_view_py(buf, offset, shape):
+    """The C-contiguous array of `shape` that starts at buf[offset] (a view, no copy)."""
+    size = 1
+    for k in shape:
+        size *= k
+    return buf[offset:offset + size].reshape(shape)
+
+
+if HAVE_NUMBA:
+    from numba.core import cgutils as _cgutils
+    from numba.core import types as _types
+    from numba.core.imputils import impl_ret_borrowed as _borrowed
+    from numba.extending import intrinsic as _intrinsic
+    from numba.np.arrayobj import make_array as _make_array
+    from numba.np.arrayobj import populate_array as _populate_array
+
+    @_intrinsic
+    def carve_view(typingctx, buf, offset, shape):
+        """Compiled `_carve_view_py`: the view's shape, strides and data pointer are written
+        directly (numba's reshape calls a C helper per array; the workspace views are carved at
+        every entry point). The caller guarantees offset + prod(shape) <= buf.size (data.views
+        checks the total)."""
+        if not isinstance(buf, _types.Array) or buf.ndim != 1 or buf.layout != "C":
+            return None
+        ndim = len(shape)
+        retty = _types.Array(buf.dtype, ndim, "C")
+
+        def codegen(context, builder, sig, args):
+            bufty, offty, shapety = sig.args
+            src = _make_array(bufty)(context, builder, args[0])
+            off = context.cast(builder, args[1], offty, _types.intp)
+            dims = [context.cast(builder, v, t, _types.intp)
+                    for v, t in zip(_cgutils.unpack_tuple(builder, args[2], ndim), shapety)]
+            itemsize = context.get_constant(_types.intp,
+                                            context.get_abi_sizeof(context.get_data_type(bufty.dtype)))
+            strides, acc = [], itemsize
+            for k in reversed(dims):
+                strides.insert(0, acc)
+                acc = builder.mul(acc, k)
+            out = _make_array(retty)(context, builder)
+            _populate_array(out, data=builder.gep(src.data, [off], inbounds=True), shape=dims,
+                            strides=strides, itemsize=itemsize, meminfo=src.meminfo,
+                            parent=_cgutils.get_null_value(out.parent.type))
+            return _borrowed(context, builder, retty, out._getvalue())
+
+        return retty(buf, offset, shape), codegen
+else:
+    carve_view = _carve_view_py
+
+
 # ------------------------------------------------------------------------------------------------
 # first run: compile once, visibly
 
@@ -176,12 +226,36 @@ def is_warm(group="core"):
     return True
 
 
+KEY_MARKER = "sva_linearizer.cache-key.json"
+
+
+def _cache_matches():
+    """True when every cache folder was claimed for the current sources (see _claim_cache)."""
+    key = cache_key()
+    for folder in cache_dirs():
+        try:
+            with open(os.path.join(folder, KEY_MARKER)) as fh:
+                if json.load(fh).get("key") != key:
+                    return False
+        except (OSError, ValueError):
+            return False
+    return True
+
+
+def _claim_cache(dirs):
+    """Drop the package's cached kernels (compiled from other sources) and mark the folders as
+    holding this cache key's kernels from now on (compiled by a warm-up or lazily)."""
+    _drop_cache(dirs)
+    _write_markers(None, 0.0)
+
+
 def _write_markers(group, seconds):
+    """The group's warm-up marker (group None: the cache-key marker) in every cache folder."""
     key = cache_key()
     for folder in cache_dirs():
         try:
             os.makedirs(folder, exist_ok=True)
-            name = os.path.join(folder, MARKER_NAME.format(group=group))
+            name = os.path.join(folder, KEY_MARKER if group is None else MARKER_NAME.format(group=group))
             tmp = f"{name}.{os.getpid()}.tmp"
             with open(tmp, "w") as fh:
                 json.dump({"key": key, "seconds": round(seconds, 1), "time": time.time()}, fh)
@@ -439,7 +513,20 @@ def ensure_compiled(group="core", verbose=None, force=False):
         return result
     if verbose is None:
         if _quiet() and not force:
-            _done[group] = "skipped"  # numba compiles on first use, silently, as it does by itself
+            # numba compiles on first use, silently, as it does by itself; but never from machine
+            # code cached for other sources (see _drop_cache)
+            with _lock:
+                if group not in _done:
+                    dirs = cache_dirs()
+                    if dirs and not _cache_matches():
+                        flock = _FileLock(dirs[0])
+                        flock.acquire()
+                        try:
+                            if not _cache_matches():
+                                _claim_cache(dirs)
+                        finally:
+                            flock.release()
+                    _done[group] = "skipped"
             return result
         verbose = True
     with _lock:  # other threads wait here until the warm-up is over
@@ -466,8 +553,8 @@ def ensure_compiled(group="core", verbose=None, force=False):
                     _say(f"sva_linearizer: compiled kernels ready after {result['seconds']:.1f} s")
                 return result
             global _progress
-            if not any(is_warm(g) for g in ESTIMATE_S):   # nothing compiled from these sources
-                _drop_cache(dirs)
+            if not _cache_matches():      # the cache holds machine code of other sources
+                _claim_cache(dirs)
             progress = _Progress(group, verbose)
             _warming_thread, _progress = threading.get_ident(), progress
             try:

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from ..state import State
 
 from .._jit import njit
-from ..data import views
+from ..data import kernel, views
 from ..spatial_ops import cross_f, cross_m, dot6, inv_spd6, mv, mv_add, xt_add
 from ..state import as_vector, input_error
 from .articulated import articulated_step, init_articulated, pivot_tolerance
@@ -21,7 +21,7 @@ from .common import BAD_INPUT, BASE_SINGULAR, setup, singular_mass_matrix_error
 from .kinematics import prepare
 
 
-@njit
+@kernel
 def abamb(m, d, vel, tau):
     """ABAmb / ABA. On entry d.v[0] is the base twist and d.a[0] = a_0^r (gravity); for a floating
     base d.a[0] becomes the apparent base acceleration ^0a_{A,0} + a_0^r, and d.rdd the joint

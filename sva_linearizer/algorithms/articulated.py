@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from ..model import Model
 
 from .._jit import njit
-from ..data import views
+from ..data import kernel, views
 from ..spatial_ops import congruence_add, dot6, mv
 from .kinematics import prepare
 
@@ -56,7 +56,7 @@ def articulated_step(m, d, k, tol):
     return iD
 
 
-@njit
+@kernel
 def pivots(m, d):
     """The pivots D_k = Gamma^T M^A_k Gamma (d.Dd) and M^A_0 (d.IA[0]): M is positive definite iff
     all D_k > 0 (and M^A_0 > 0 for a floating base). A vanishing pivot is skipped so that the

@@ -12,14 +12,14 @@ if TYPE_CHECKING:
     from ..state import State
 
 from .._jit import njit
-from ..data import views
+from ..data import kernel, views
 from ..spatial_ops import congruence_add, dot6, mv, xt_add
 from ..state import input_error
 from .common import BAD_INPUT, setup
 from .kinematics import prepare
 
 
-@njit
+@kernel
 def crbamb(m, d, M):
     """M (nv x nv, base block first for a floating base) into M; d.IC holds the composites."""
     lam, vidx, S, Xup, Ic, t6 = m.lam, m.vidx, d.S, d.Xup, d.IC, d.t6

@@ -14,14 +14,14 @@ if TYPE_CHECKING:
     from ..state import State
 
 from .._jit import njit
-from ..data import views
+from ..data import kernel, views
 from ..spatial_ops import cross_f, cross_m, dot6, mv, xt_add
 from ..state import as_vector
 from .common import BAD_INPUT, setup
 from .kinematics import prepare
 
 
-@njit
+@kernel
 def eidamb(m, d, vel, nu_dot, velocities):
     """EIDAmb (Table 4.1), with the base acceleration folded into the body accelerations.
 

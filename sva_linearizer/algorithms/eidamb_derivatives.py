@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from ..state import State
 
 from .._jit import njit
-from ..data import views
+from ..data import kernel, views
 from ..spatial import crm, xform
 from ..spatial_ops import cross_f, cross_m, dot6, mv, mv_add, xblocks, xt6, xt_add, congruence_add
 from .eidamb import run_eidamb
@@ -59,7 +59,7 @@ def two_b_sym(M, v, T, K):
             K[i, c] = T[c, i] + T[i, c]
 
 
-@njit
+@kernel
 def eidamb_derivatives(m, d):
     """The derivatives of EIDAmb w.r.t. H, s, v, r (Tables 4.2-4.5), computed by IDSVA (Singh et al.
     Alg. 1, notes/singh_kim_digest.md section 2.4) in body coordinates: the same derivatives with

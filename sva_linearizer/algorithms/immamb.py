@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from ..state import State
 
 from .._jit import njit
-from ..data import views
+from ..data import kernel, views
 from ..spatial_ops import inv_spd6, xblocks, xt6, xt_add
 from ..state import input_error
 from .articulated import articulated_step, init_articulated, pivot_tolerance
@@ -70,7 +70,7 @@ def p_columns(X, S, w0, w1, w2, w3, w4, w5, Pp, Pk, Mrow, c0, c1):
         Q5[col] = s5 * m + e20 * p3 + e21 * p4 + e22 * p5
 
 
-@njit
+@kernel
 def immamb(m, d):
     """IMMA (Table 4.6, fixed base) and IMMAmb (Table 4.7, moving base): d.Minv = M^-1 without
     forming M.

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._jit import njit
+from ..data import kernel
 from ..joints import CUSTOM, HELICAL, PRISMATIC
 from ..spatial import crm
 from ..spatial_ops import quat_to_rot
@@ -18,7 +19,7 @@ from ..state import QUATERNION_TOLERANCE, check_vectors
 from .common import BAD_INPUT
 
 
-@njit
+@kernel
 def joint_transforms(m, d, s):
     """jcalc (Appendix B.2) and ^kX_lam = X_J Xtree (EIDAmb line 16) for every body k = 1..N, with
     the joint's motion subspace Gamma_k (S) and its position twist sigma_k (Sig), defined by

@@ -31,7 +31,7 @@ from ..algorithms.eidamb import eidamb, set_base_acceleration
 from ..algorithms.eidamb_derivatives import eidamb_derivatives
 from ..algorithms.immamb import immamb
 from ..algorithms.kinematics import fill_custom, prepare
-from ..data import get_data, views
+from ..data import get_data, kernel, views
 from ..spatial_ops import cross_m
 from ..state import _is_vector, as_vector, input_error
 from .discrete import check_dt, discrete_step, se3_step_jacobians
@@ -152,7 +152,7 @@ def linearize_at(m, d, vel, A, B, dt, Ad, Bd):
     return 0
 
 
-@njit
+@kernel
 def linearize_state(m, d, q, vel, tau, A, B, dt, Ad, Bd):
     """The linearization pipeline at one state; with dt > 0 also Ad, Bd. Returns 0, BAD_INPUT
     (nothing computed), k > 0 / BASE_SINGULAR (M singular: immamb), or NOT_FINITE (a result
