@@ -12,6 +12,7 @@ For every accepted joint state the node publishes three messages, in this order:
 1. ``linearization/A``: std_msgs/Float64MultiArray, A row-major,
    ``layout.dim = [("rows", r, r*c), ("cols", c, c)]``, ``data_offset = 0``;
 2. ``linearization/B``: the same for B;
+   (with rigid contacts then ``linearization/forces``, ``/dforces_dz``, ``/dforces_dtau``, below);
 3. ``linearization/stamp``: std_msgs/Header, the *commit record* of the pair:
    ``stamp`` = the stamp of the joint state the pair was computed from (the receive time when
    that stamp is zero) and ``frame_id = "seq=<n> A=<crc32 of A> B=<crc32 of B>"``, where ``n``

@@ -14,7 +14,16 @@ node parameters. It
 * for every joint state it gets to (subscription depth 1, so a slow node drops to the newest state
   instead of queueing; ``max_rate`` limits further by input stamp), computes A and B with
   :func:`sva_linearizer.linearize` and publishes ``linearization/A``, ``linearization/B`` and the
-  pair record ``linearization/stamp`` (see :mod:`sva_linearizer.ros.messages` for the pairing).
+  pair record ``linearization/stamp`` (see :mod:`sva_linearizer.ros.messages` for the pairing);
+* with ``contact_frames`` set (parallel arrays ``contact_kinds``, ``contact_references``,
+  ``contact_offsets``, ``contact_baumgarte_kp``/``_kd``: one entry per contact, one for all, or
+  none), linearizes with the contacts active at the joint state's stamp: the active set comes on
+  ``contacts`` (sensor_msgs/JointState, ``name`` the active contact frames, ``position`` empty or
+  1.0/0.0 per name; ``contacts_default_active`` until the first one), paired by stamp like
+  odometry. ``contact_mode`` rigid: KKT contacts, and the forces and their derivatives on
+  ``linearization/forces``, ``/dforces_dz``, ``/dforces_dtau``; forces: the contact forces are
+  inputs (``contact_forces``, geometry_msgs/WrenchStamped per contact, ``frame_id`` its frame,
+  paired by stamp), B = [B_tau | B_f]. The pair record names the active contacts.
 
 Bad input never produces output: NaN/inf values, unknown/missing/duplicate joint names, arrays of
 the wrong length, a quaternion whose norm is off by more than ``quaternion_tolerance``, odometry
@@ -25,7 +34,8 @@ seconds, with a count of the suppressed ones) and the node keeps running.
 
 Stamps: a zero header stamp means "unstamped" and the receive time is used instead. Odometry is
 matched to a joint state by stamp: the buffered odometry sample nearest in time is used, and it must
-lie within ``max_odom_age`` seconds of the joint state's stamp. A stamp that goes back by more than
+lie within ``max_odom_age`` seconds of the joint state's stamp (:class:`StampedBuffer`; contact sets
+and contact forces the same way, within ``max_contacts_age``). A stamp that goes back by more than
 ``time_reset_threshold`` seconds is taken as a clock reset (e.g. a restarted simulation or bag):
 the node forgets its history and carries on; a smaller step back is "out of order" and dropped.
 """
@@ -61,7 +71,7 @@ DEFAULT_PARAMETERS = {
     "ignore_unknown_joints": False,  # true: names not in the model are ignored instead of rejected
     "joint_states_topic": "joint_states",
     "odom_topic": "odom",
-    # contacts (see the module docstring): parallel arrays, one entry per contact frame; the
+    # contacts (module docstring, README "Contacts in the node"): parallel arrays, one entry per contact frame; the
     # per-contact arrays also take one value (for every contact) or none (the default)
     "contact_frames": [],         # frame names (URDF links, e.g. the feet); empty: no contacts
     "contact_kinds": [],          # "point" | "6d"; default point
