@@ -177,7 +177,7 @@ def run_demo(seconds=5.0, robot=None, rate=100.0, startup_timeout=120.0, out=Non
             if pair.forces is not None and pair.contacts:
                 starts = np.cumsum([0] + [dim for _, dim in pair.contacts])[:-1]
                 fz = [pair.forces[k + 2] for k in starts]       # world_aligned: z is vertical
-                print(f"[echo]        contact forces on the robot, world z (N): "
+                print("[echo]        contact forces on the robot, world z (N): "
                       + ", ".join(f"{frame} {f:.2f}" for (frame, _), f in zip(pair.contacts, fz))
                       + f"; sum {sum(fz):.2f} N" + (f" (weight m g = {weight:.2f} N)" if weight else "")
                       + f"; dforces_dz {pair.dforces_dz.shape[0]}x{pair.dforces_dz.shape[1]}",
