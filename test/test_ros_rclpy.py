@@ -148,17 +148,17 @@ def test_linearizer_node_with_params_file(config):
         h.close()
 
 
-@pytest.mark.parametrize("node_transport", ["rclpy", "dds"])
-def test_standing_quadruped_with_four_contacts_rclpy_peer(node_transport):
+@pytest.mark.parametrize("node_transport,mode", [("rclpy", "rigid"), ("rclpy", "forces"), ("dds", "rigid")])
+def test_standing_quadruped_with_four_contacts_rclpy_peer(node_transport, mode):
     """The contacts acceptance check (test_ros_dds.py) with a real rclpy peer publishing the contact
-    set (sensor_msgs/JointState) and receiving A, B and the forces: node on rclpy, and across
-    vendors (node on Cyclone, peer on Fast DDS)."""
+    set (sensor_msgs/JointState) and forces (geometry_msgs/WrenchStamped) and receiving A, B and the
+    forces: node on rclpy, and across vendors (node on Cyclone, peer on Fast DDS)."""
     h = Harness(["--config", str(ROOT / "config" / "solo12.yaml"), "--param", "warn_period=0",
-                 "--param", "max_odom_age=0.5", "--param", "max_contacts_age=0.5"],
+                 "--param", "max_odom_age=0.5", "--param", "max_contacts_age=0.5", "--param", f"contact_mode={mode}"],
                 node_transport=node_transport, peer="rclpy", contacts=True)
     try:
         h.wait_ready()
-        check_standing_contacts(h, "rigid")
+        check_standing_contacts(h, mode)
     finally:
         h.close()
 
