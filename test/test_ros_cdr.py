@@ -10,13 +10,13 @@ rosbags_typesys = pytest.importorskip("rosbags.typesys", reason="rosbags is a te
 
 from ros_helpers.fake_transport import FakeTransport  # noqa: E402
 from sva_linearizer.ros import dds_types as D  # noqa: E402
-from sva_linearizer.ros.messages import (joint_state_msg, matrix_to_msg, msg_to_matrix,  # noqa: E402
-                                         odometry_msg)
+from sva_linearizer.ros.messages import (contacts_msg, joint_state_msg, matrix_to_msg,  # noqa: E402
+                                         msg_to_matrix, odometry_msg, wrench_msg)
 from sva_linearizer.ros.node import LinearizerNode  # noqa: E402
 
 TS = rosbags_typesys.get_typestore(rosbags_typesys.Stores.ROS2_HUMBLE)
 NODE_TYPES = ["sensor_msgs/msg/JointState", "nav_msgs/msg/Odometry", "std_msgs/msg/Float64MultiArray",
-              "std_msgs/msg/Header", "std_msgs/msg/String"]
+              "std_msgs/msg/Header", "std_msgs/msg/String", "geometry_msgs/msg/WrenchStamped"]
 
 
 def to_rosbags(obj, ros_name):
@@ -75,6 +75,13 @@ def samples():
     yield "std_msgs/msg/Header", T.Header(stamp=T.Time(sec=-3, nanosec=999_999_999), frame_id="seq=1 A=0 B=1")
     yield "std_msgs/msg/String", T.String(data="<robot name='r'>\u00e9</robot>")
     yield "std_msgs/msg/String", T.String(data="")
+    # the contact inputs: the active set (JointState, names only or with flags) and a force
+    yield "sensor_msgs/msg/JointState", contacts_msg(T, 9 * 10**9 + 1, ["FL_FOOT", "HR_FOOT"])
+    yield "sensor_msgs/msg/JointState", contacts_msg(T, 9, ["left_sole_link", "r"], [1.0, 0.0])
+    yield "geometry_msgs/msg/WrenchStamped", wrench_msg(T, 1_700_000_000_000_000_001, "FL_FOOT",
+                                                        rng.normal(size=3), rng.normal(size=3))
+    yield "geometry_msgs/msg/WrenchStamped", wrench_msg(T, 0, "abc", [0.0, -0.0, 6.13])
+    yield "geometry_msgs/msg/WrenchStamped", T.WrenchStamped()
 
 
 @pytest.mark.parametrize("ros_name,msg", list(samples()))

@@ -7,7 +7,7 @@ import pytest
 
 from sva_linearizer.robots import default_floating_base, load_robot
 from sva_linearizer.ros import cli
-from sva_linearizer.ros.node import DEFAULT_PARAMETERS, normalize_parameters
+from sva_linearizer.ros.node import DEFAULT_PARAMETERS, contact_specs, normalize_parameters
 from sva_linearizer.ros.params import load_params_file, parse_params_yaml, parse_ros_args
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -34,6 +34,26 @@ def test_config_is_a_ros2_parameter_file_for_its_robot(path):
     assert isinstance(params["max_rate"], float) and isinstance(params["max_odom_age"], float)
     model = load_robot(path.stem, floating_base=p["floating_base"])
     assert model.nj > 0
+    # contact arrays: rclpy needs one type per list (floats stay floats), frames exist in the model
+    for k in ("contact_offsets", "contact_baumgarte_kp", "contact_baumgarte_kd"):
+        assert all(isinstance(x, float) for x in params[k]), k
+    contacts = contact_specs(p)
+    assert all(c.frame in model.frame_names for c in contacts)
+
+
+def test_legged_configs_have_their_feet():
+    """solo12: four point feet; talos: two 6d soles; the demo stands solo12 and the quadruped on the
+    feet of their configs (sim.STANDING_FEET)."""
+    from sva_linearizer.ros.sim import STANDING_FEET
+
+    feet = {}
+    for robot in ("solo12", "quadruped", "talos"):
+        cs = contact_specs(normalize_parameters(load_params_file(ROOT / "config" / f"{robot}.yaml")))
+        feet[robot] = [(c.frame, c.kind) for c in cs]
+    assert feet["solo12"] == [(f, "point") for f in ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT")]
+    assert feet["talos"] == [("left_sole_link", "6d"), ("right_sole_link", "6d")]
+    for robot in ("solo12", "quadruped"):
+        assert [f for f, _ in feet[robot]] == STANDING_FEET[robot]
 
 
 def test_params_file_matching_and_ros_args(tmp_path):

@@ -14,7 +14,7 @@ import pytest
 
 import sva_linearizer as sl
 from fd_tools import e_max
-from ros_helpers.cases import check_A_B, check_bad_inputs, random_input as _random_input
+from ros_helpers.cases import check_A_B, check_bad_inputs, check_standing_contacts, random_input as _random_input
 from ros_helpers.dds_harness import Harness
 from sva_linearizer.robots import robot_urdf_path
 
@@ -40,6 +40,24 @@ def test_bad_inputs_over_dds_are_dropped_and_node_recovers():
     try:
         h.wait_ready()
         check_bad_inputs(h, "solo12")
+    finally:
+        h.close()
+
+
+@pytest.mark.parametrize("mode", ["rigid", "forces"])
+def test_standing_quadruped_with_four_contacts_over_dds(mode):
+    """Issue 11's acceptance: solo12 (config/solo12.yaml: four world-aligned point feet) standing
+    on its four contacts, the node in its own process over DDS: A, B (rigid: and the forces and
+    their derivatives; forces as inputs: B with the force columns) equal the library's; an
+    unknown frame in the contact set is dropped with a warning and nothing is published for it."""
+    import pathlib
+
+    cfg = pathlib.Path(__file__).resolve().parents[1] / "config" / "solo12.yaml"
+    h = Harness(["--config", str(cfg), "--param", "warn_period=0", "--param", "max_odom_age=0.5",
+                 "--param", f"contact_mode={mode}", "--param", "max_contacts_age=0.5"], contacts=True)
+    try:
+        h.wait_ready()
+        check_standing_contacts(h, mode)
     finally:
         h.close()
 

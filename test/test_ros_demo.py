@@ -24,6 +24,15 @@ def test_demo_runs_and_exits_by_itself():
     assert rc == 0, out
     assert "[echo] seq" in out and "A 36x36  B 36x12" in out and "eig(A)" in out, out
     assert "demo: done (node exit code 0)" in out, out
+    # solo12 (example-robot-data is a test dependency) standing on four point contacts: each foot
+    # carries about a quarter of the weight, and together exactly the weight
+    assert "robot 'solo12', standing on four point contacts" in out, out
+    import re
+    m = re.search(r"world z \(N\): FL_FOOT ([\d.]+), FR_FOOT ([\d.]+), HL_FOOT ([\d.]+), HR_FOOT ([\d.]+); "
+                  r"sum ([\d.]+) N \(weight m g = ([\d.]+) N\)", out)
+    assert m, out
+    fz = [float(x) for x in m.groups()]
+    assert abs(fz[4] - fz[5]) < 0.02 and all(abs(f - fz[5] / 4) < 0.1 * fz[5] / 4 for f in fz[:4]), out
 
 
 @pytest.mark.parametrize("transport", ["dds", "rclpy"])

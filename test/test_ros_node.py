@@ -295,3 +295,209 @@ def test_floating_base_false_param_on_legged_robot():
     x = rb.state()
     rb.send(x)
     assert rb.count() == 1 and rb.T.published["linearization/A"][0].layout.dim[0].size == 24
+
+
+# ----------------------------------------------------------------------------------------- contacts
+FEET = ["FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT"]
+
+
+def _feet(reference="world_aligned", kind="point"):
+    return [sl.Contact(f, kind=kind, reference=reference) for f in FEET]
+
+
+def _standing(rb, contacts):
+    from sva_linearizer.ros.sim import standing_state
+
+    q, v, tau, f = standing_state(rb.model, contacts)
+    return dict(p=q[0:3], quat=q[3:7], twist=v[0:6], s=q[7:], r=v[6:], tau=tau), f
+
+
+def _lin(rb, x, **kw):
+    m = rb.model
+    return sl.linearize(m, sl.State.from_vectors(m, np.r_[x["p"], x["quat"], x["s"]], np.r_[x["twist"], x["r"]]),
+                        x["tau"], **kw)
+
+
+def _last(rb, topic):
+    return msg_to_matrix(rb.T.published[topic][-1])
+
+
+def _contacts(rb, stamp, frames, flags=None):
+    from sva_linearizer.ros.messages import contacts_msg
+
+    rb.T.deliver("contacts", contacts_msg(rb.T.types, stamp, frames, flags))
+
+
+def _wrench(rb, stamp, frame, f):
+    from sva_linearizer.ros.messages import wrench_msg
+
+    rb.T.deliver("contact_forces", wrench_msg(rb.T.types, stamp, frame, f[:3], f[3:6] if len(f) > 3 else (0, 0, 0)))
+
+
+@pytest.fixture
+def standing():
+    return Robot({"robot": "solo12", "warn_period": 0, "contact_frames": FEET,
+                  "contact_references": "world_aligned"})
+
+
+def test_rigid_contacts_default_active_publish_library_A_B_forces(standing):
+    from sva_linearizer.ros.messages import parse_pair_record
+
+    rb = standing
+    assert "contacts" in rb.T.subs and "contact_forces" not in rb.T.subs
+    x, f_static = _standing(rb, _feet())
+    _, stamp = rb.send(x)
+    lin = _lin(rb, x, contacts=_feet())
+    np.testing.assert_array_equal(_last(rb, "linearization/A"), lin.A)
+    np.testing.assert_array_equal(_last(rb, "linearization/B"), lin.B)
+    np.testing.assert_array_equal(_last(rb, "linearization/forces"), lin.forces.reshape(-1, 1))
+    np.testing.assert_array_equal(_last(rb, "linearization/dforces_dz"), lin.dforces_dz)
+    np.testing.assert_array_equal(_last(rb, "linearization/dforces_dtau"), lin.dforces_dtau)
+    np.testing.assert_allclose(lin.forces, f_static, atol=1e-9)
+    assert np.allclose(lin.forces[2::3], lin.forces[2::3].mean(), rtol=0.05) and lin.forces[2] > 5.0  # ~ m g / 4
+    rec = parse_pair_record(rb.T.published["linearization/stamp"][-1].frame_id)
+    assert rec.mode == "rigid" and rec.contacts == tuple((f, 3) for f in FEET)
+    assert set(rec.crcs) == {"A", "B", "F", "dFdz", "dFdtau"}
+    # the Pairer completes the pair with its forces
+    pr = Pairer()
+    P = rb.T.published
+    got = pr.add_stamp(P["linearization/stamp"][-1]) + pr.add_A(P["linearization/A"][-1])
+    got += pr.add_B(P["linearization/B"][-1]) + pr.add_forces(P["linearization/forces"][-1])
+    assert got == [] and pr.add_dforces_dz(P["linearization/dforces_dz"][-1]) == []
+    (pair,) = pr.add_dforces_dtau(P["linearization/dforces_dtau"][-1])
+    assert pair.stamp_ns == stamp and pair.contacts == rec.contacts
+    np.testing.assert_array_equal(pair.forces, lin.forces)
+    np.testing.assert_array_equal(pair.dforces_dtau, lin.dforces_dtau)
+
+
+def test_contact_set_selects_active_contacts_by_stamp(standing):
+    from sva_linearizer.ros.messages import parse_pair_record
+
+    rb = standing
+    x, _ = _standing(rb, _feet())
+    stamp = rb.t + SEC
+    _contacts(rb, stamp, ["HR_FOOT", "FL_FOOT"])                      # any order: two feet
+    rb.send(x, stamp=stamp)
+    two = [c for c in _feet() if c.frame in ("FL_FOOT", "HR_FOOT")]  # configuration order
+    np.testing.assert_array_equal(_last(rb, "linearization/A"), _lin(rb, x, contacts=two).A)
+    assert parse_pair_record(rb.T.published["linearization/stamp"][-1].frame_id).contacts == (
+        ("FL_FOOT", 3), ("HR_FOOT", 3))
+    # flags: 1.0 active, 0.0 inactive; nearest set within max_contacts_age (here 20 ms before)
+    _contacts(rb, stamp + SEC, FEET, [1.0, 0.0, 1.0, 1.0])
+    rb.send(x, stamp=stamp + SEC + 20_000_000)
+    three = [c for c in _feet() if c.frame != "FR_FOOT"]
+    np.testing.assert_array_equal(_last(rb, "linearization/B"), _lin(rb, x, contacts=three).B)
+    # none active: free flight, empty forces
+    _contacts(rb, stamp + 2 * SEC, [])
+    rb.send(x, stamp=stamp + 2 * SEC)
+    np.testing.assert_array_equal(_last(rb, "linearization/A"), _lin(rb, x).A)
+    assert _last(rb, "linearization/forces").shape == (0, 1)
+    assert _last(rb, "linearization/dforces_dz").shape == (0, 36)
+    # once a contact set was seen, a joint state needs one within max_contacts_age
+    n = rb.count()
+    rb.send(x, stamp=stamp + 3 * SEC)
+    assert rb.count() == n and "contacts: stale (age 1 s > max 0.1 s)" in rb.warnings()[-1]
+
+
+def test_default_inactive_means_free_flight_until_a_contact_set():
+    rb = Robot({"robot": "solo12", "warn_period": 0, "contact_frames": FEET, "contacts_default_active": False})
+    x, _ = _standing(rb, _feet())
+    rb.send(x)
+    np.testing.assert_array_equal(_last(rb, "linearization/A"), _lin(rb, x).A)
+    _contacts(rb, rb.t + SEC, FEET)
+    rb.send(x, stamp=rb.t + SEC)
+    np.testing.assert_array_equal(_last(rb, "linearization/A"), _lin(rb, x, contacts=_feet("local")).A)
+
+
+BAD_CONTACTS = {
+    "unknown contact": ("contacts: unknown contact 'foo' (configured: FL_FOOT, FR_FOOT, HL_FOOT, HR_FOOT)",
+                        lambda rb, st: _contacts(rb, st, ["FL_FOOT", "foo"])),
+    "duplicate contact": ("contacts: duplicate contact 'FL_FOOT'",
+                          lambda rb, st: _contacts(rb, st, ["FL_FOOT", "FL_FOOT"])),
+    "flag count": ("contacts: position has 1 entries for 2 names",
+                   lambda rb, st: _contacts(rb, st, ["FL_FOOT", "FR_FOOT"], [1.0])),
+    "flag value": ("contacts: position of 'FR_FOOT' is 0.5 (1.0: active, 0.0: inactive)",
+                   lambda rb, st: _contacts(rb, st, ["FL_FOOT", "FR_FOOT"], [1.0, 0.5])),
+    "out of order": ("contacts: stamp older than previous (out of order",
+                     lambda rb, st: _contacts(rb, st - SEC - 1_000_000, FEET)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_CONTACTS))
+def test_bad_contact_set_publishes_nothing_and_node_recovers(standing, case):
+    rb = standing
+    pattern, send_bad = BAD_CONTACTS[case]
+    x, _ = _standing(rb, _feet())
+    _contacts(rb, rb.t + SEC, FEET)
+    rb.send(x, stamp=rb.t + SEC)
+    n, w = rb.count(), len(rb.warnings())
+    stamp = rb.t + SEC                      # the good set above is 1 s old: too old to stand in
+    send_bad(rb, stamp)
+    rb.send(x, stamp=stamp)
+    assert rb.count() == n, "published from a bad contact set"
+    assert any(pattern in t for t in rb.warnings()[w:]), rb.warnings()[w:]
+    _contacts(rb, stamp + SEC, FEET)
+    rb.send(x, stamp=stamp + SEC)
+    assert rb.count() == n + 1
+
+
+def test_forces_as_inputs_give_B_with_force_columns():
+    from sva_linearizer.ros.messages import parse_pair_record
+
+    rb = Robot({"robot": "solo12", "warn_period": 0, "contact_frames": FEET, "contact_mode": "forces",
+                "contact_kinds": ["point", "point", "6d", "point"],
+                "contact_references": ["local", "world_aligned", "world_aligned", "local"]})
+    assert "contact_forces" in rb.T.subs and "linearization/forces" not in rb.T.qos
+    cs = [sl.Contact(f, kind=k, reference=r) for f, k, r in
+          zip(FEET, ["point", "point", "6d", "point"], ["local", "world_aligned", "world_aligned", "local"])]
+    x = rb.state()
+    stamp = rb.t + SEC
+    fs = [rb.rng.normal(size=c.dim) * 5 for c in cs]
+    n = rb.count()
+    rb.send(x, stamp=stamp)                                          # no forces yet
+    assert rb.count() == n and "contact_forces: no force for contact 'FL_FOOT' yet" in rb.warnings()[-1]
+    for c, f in zip(cs, fs):
+        _wrench(rb, stamp - 5_000_000, c.frame, np.r_[f, [9.0, 9.0, 9.0]][:6])  # a point ignores torque
+    rb.send(x, stamp=stamp + SEC // 100)
+    lin = _lin(rb, x, forces=list(zip(cs, fs)))
+    B = _last(rb, "linearization/B")
+    assert B.shape == (36, 12 + 15)
+    np.testing.assert_array_equal(B, lin.B)
+    np.testing.assert_array_equal(_last(rb, "linearization/A"), lin.A)
+    rec = parse_pair_record(rb.T.published["linearization/stamp"][-1].frame_id)
+    assert rec.mode == "forces" and rec.contacts == (("FL_FOOT", 3), ("FR_FOOT", 3), ("HL_FOOT", 6), ("HR_FOOT", 3))
+    assert set(rec.crcs) == {"A", "B"}
+    # bad force samples are dropped; a stale force stops the publication
+    w = len(rb.warnings())
+    _wrench(rb, stamp + SEC, "foo", [0, 0, 1])
+    _wrench(rb, stamp + SEC, "FL_FOOT", [0, np.nan, 1])
+    assert "contact_forces: unknown contact 'foo'" in rb.warnings()[w]
+    assert "contact_forces: wrench of 'FL_FOOT' has NaN" in rb.warnings()[w + 1]
+    n = rb.count()
+    rb.send(x, stamp=stamp + SEC)
+    assert rb.count() == n and "contact_forces: stale" in rb.warnings()[-1]
+
+
+def test_contact_parameters_are_checked():
+    base = {"contact_frames": FEET}
+    for extra, pattern in (({"contact_kinds": ["point", "3d"]}, "contact_kinds: 2 values for 4 contact_frames"),
+                           ({"contact_kinds": "3d"}, "contact_kinds: '3d' for contact 'FL_FOOT'"),
+                           ({"contact_references": "world"}, "contact_references: 'world'"),
+                           ({"contact_offsets": [0.0, 0.0]}, "contact_offsets: 2 values"),
+                           ({"contact_baumgarte_kp": [1.0, 2.0]}, "contact_baumgarte_kp: 2 values"),
+                           ({"contact_baumgarte_kd": ["x"]}, "contact_baumgarte_kd: expected a list of finite"),
+                           ({"contact_mode": "soft"}, "contact_mode: expected rigid or forces"),
+                           ({"contact_frames": FEET + ["FL_FOOT"]}, "'FL_FOOT' is listed twice"),
+                           ({"contact_frames": ["a b"]}, "not a frame name")):
+        with pytest.raises(ValueError, match=pattern.replace("(", r"\(")):
+            normalize_parameters({**base, **extra})
+    from sva_linearizer.ros.node import contact_specs
+
+    cs = contact_specs(normalize_parameters({**base, "contact_offsets": [0.0, 0.0, 0.01],
+                                             "contact_baumgarte_kp": 10.0, "contact_baumgarte_kd": [1, 2, 3, 4]}))
+    assert [c.baumgarte for c in cs] == [(10.0, 1.0), (10.0, 2.0), (10.0, 3.0), (10.0, 4.0)]
+    assert all(tuple(c.offset) == (0.0, 0.0, 0.01) and c.kind == "point" and c.reference == "local" for c in cs)
+    # a frame the model lacks: the model is refused (named), nothing is published
+    rb = Robot({"robot": "solo12", "warn_period": 0, "contact_frames": ["FL_FOOT", "LF_FOOT"]})
+    assert rb.model is None
+    assert "contact_frames: 'LF_FOOT' not a frame (link) of this model" in rb.warnings()[0]

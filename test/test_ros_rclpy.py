@@ -20,10 +20,11 @@ pytest.importorskip("rclpy", reason="the rclpy tests need ROS 2's rclpy (pip ins
 
 import sva_linearizer as sl  # noqa: E402
 from fd_tools import e_max  # noqa: E402
-from ros_helpers.cases import SEC, check_A_B, check_bad_inputs, check_description_topic, random_input  # noqa: E402
+from ros_helpers.cases import (SEC, check_A_B, check_bad_inputs, check_description_topic,  # noqa: E402
+                               check_standing_contacts, random_input)
 from ros_helpers.dds_harness import Harness  # noqa: E402
 from sva_linearizer.robots import robot_urdf_path  # noqa: E402
-from sva_linearizer.ros.node import DEFAULT_PARAMETERS  # noqa: E402
+from sva_linearizer.ros.node import DEFAULT_PARAMETERS, contact_specs, normalize_parameters  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 CONFIGS = sorted(p.stem for p in (ROOT / "config").glob("*.yaml"))
@@ -140,7 +141,24 @@ def test_linearizer_node_with_params_file(config):
         assert _get_parameters(h, ["max_rate"])["max_rate"] == expected["max_rate"]
         if config in ("ur5", "solo12"):
             h.wait_ready()
-            check_A_B(h, config, expected["floating_base"], n=1, oracle=False)
+            # solo12's config has its four feet, all active until a contact set arrives
+            contacts = contact_specs(normalize_parameters(expected)) or None
+            check_A_B(h, config, expected["floating_base"], n=1, oracle=False, contacts=contacts)
+    finally:
+        h.close()
+
+
+@pytest.mark.parametrize("node_transport,mode", [("rclpy", "rigid"), ("rclpy", "forces"), ("dds", "rigid")])
+def test_standing_quadruped_with_four_contacts_rclpy_peer(node_transport, mode):
+    """The contacts acceptance check (test_ros_dds.py) with a real rclpy peer publishing the contact
+    set (sensor_msgs/JointState) and forces (geometry_msgs/WrenchStamped) and receiving A, B and the
+    forces: node on rclpy, and across vendors (node on Cyclone, peer on Fast DDS)."""
+    h = Harness(["--config", str(ROOT / "config" / "solo12.yaml"), "--param", "warn_period=0",
+                 "--param", "max_odom_age=0.5", "--param", "max_contacts_age=0.5", "--param", f"contact_mode={mode}"],
+                node_transport=node_transport, peer="rclpy", contacts=True)
+    try:
+        h.wait_ready()
+        check_standing_contacts(h, mode)
     finally:
         h.close()
 

@@ -1,4 +1,5 @@
-"""ROS 2 interface of sva_linearizer: a node that streams A and B from joint states and odometry.
+"""ROS 2 interface of sva_linearizer: a node that streams A and B from joint states and odometry
+(and, for a robot on its feet, the active contacts and contact forces).
 
 * :mod:`.node` - the node's logic, written once (model, validation, linearization, publishing);
 * :mod:`.transport` - the transports: rclpy, or plain DDS via the ``cyclonedds`` package;
@@ -10,6 +11,8 @@
 
 Nothing here imports rclpy or cyclonedds at import time; each transport imports its own.
 """
-from .messages import TOPIC_A, TOPIC_B, TOPIC_STAMP, Pair, Pairer
+from .messages import (TOPIC_A, TOPIC_B, TOPIC_DFORCES_DTAU, TOPIC_DFORCES_DZ, TOPIC_FORCES, TOPIC_STAMP, Pair,
+                       Pairer, PairRecord, parse_pair_record)
 
-__all__ = ["TOPIC_A", "TOPIC_B", "TOPIC_STAMP", "Pair", "Pairer"]
+__all__ = ["TOPIC_A", "TOPIC_B", "TOPIC_STAMP", "TOPIC_FORCES", "TOPIC_DFORCES_DZ", "TOPIC_DFORCES_DTAU", "Pair",
+           "Pairer", "PairRecord", "parse_pair_record"]

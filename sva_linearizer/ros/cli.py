@@ -108,8 +108,8 @@ def run_node(args, ros_args=()) -> int:
         node = LinearizerNode(transport, params)
         if kind == "rclpy":
             transport.publish_parameters(node.params)   # read back: the values in use
-        transport.logger.info(f"transport {transport.name}; publishing linearization/A, "
-                              "linearization/B and linearization/stamp")
+        transport.logger.info(f"transport {transport.name}; publishing {', '.join(node.output_topics[:-1])} "
+                              f"and {node.output_topics[-1]}")
         _quiet_gc()
         transport.spin(args.duration)
         _log_after_spin(transport, node.summary())
@@ -187,10 +187,13 @@ def add_subcommands(subparsers):
     _add_node_arguments(p)
     p.set_defaults(func=_cmd_node)
 
-    d = subparsers.add_parser("demo", help="simulated quadruped + node + live echo of A and B over "
-                                           "loopback DDS, a few seconds, then exit")
+    d = subparsers.add_parser("demo", help="simulated quadruped standing on four point contacts + node + "
+                                           "live echo of A, B and the contact forces over loopback DDS, "
+                                           "a few seconds, then exit")
     d.add_argument("--seconds", type=float, default=5.0, help="how long to echo (default 5)")
-    d.add_argument("--robot", default="quadruped", help="robot to simulate (default: the bundled quadruped)")
+    d.add_argument("--robot", default=None,
+                   help="robot to simulate (default: solo12 when example-robot-data is installed, else the "
+                        "bundled quadruped; both stand on their feet; other robots move freely)")
     d.add_argument("--rate", type=float, default=100.0, help="joint_states rate in Hz (default 100)")
     d.set_defaults(func=_cmd_demo)
 
@@ -211,8 +214,9 @@ def add_subcommands(subparsers):
     s.add_argument("--robot", default="quadruped")
     s.add_argument("--rate", type=float, default=100.0)
     s.add_argument("--seconds", type=float, default=None)
-    s.add_argument("--mode", choices=("dynamics", "random"), default="dynamics",
-                   help="dynamics: integrate the forward dynamics; random: random valid states")
+    s.add_argument("--mode", choices=("dynamics", "random", "standing"), default="dynamics",
+                   help="dynamics: integrate the forward dynamics; random: random valid states; standing: a "
+                        "quadruped standing still on its four feet, with the contact set on `contacts`")
     s.add_argument("--transport", choices=("dds", "rclpy"), default="dds")
     s.set_defaults(func=_cmd_sim)
 

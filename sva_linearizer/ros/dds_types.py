@@ -123,6 +123,18 @@ class Odometry(IdlStruct, typename="nav_msgs::msg::dds_::Odometry_"):
     twist: TwistWithCovariance = field(default_factory=TwistWithCovariance)
 
 
+@dataclass
+class Wrench(IdlStruct, typename="geometry_msgs::msg::dds_::Wrench_"):
+    force: Vector3 = field(default_factory=Vector3)
+    torque: Vector3 = field(default_factory=Vector3)
+
+
+@dataclass
+class WrenchStamped(IdlStruct, typename="geometry_msgs::msg::dds_::WrenchStamped_"):
+    header: Header = field(default_factory=Header)
+    wrench: Wrench = field(default_factory=Wrench)
+
+
 # ----------------------------------------------------------------------------------- fast codecs
 # JointState, Odometry and Float64MultiArray, the hot types, take the one-pass codecs of
 # :mod:`sva_linearizer.ros.cdr` instead of cyclonedds' field-by-field Python ones (see there).

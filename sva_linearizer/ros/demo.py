@@ -1,10 +1,13 @@
 """``sva-linearizer demo``: a simulated robot, the node and a live echo of A and B, on loopback DDS.
 
-Three processes on a private DDS domain confined to 127.0.0.1: the simulated robot (the bundled
-quadruped integrating its own forward dynamics, publishing joint_states and odom), the node
-(``sva-linearizer node --transport dds``), and this one, which pairs linearization/A, /B and /stamp
-(content-addressed, see :mod:`sva_linearizer.ros.messages`) and prints sizes, stamp, latency and a
-few eigenvalues of A for a few seconds; then everything is stopped and the demo exits.
+Three processes on a private DDS domain confined to 127.0.0.1: the simulated robot (by default
+Solo-12 standing still on its four feet, or the bundled quadruped when example-robot-data is not
+installed; it publishes joint_states, odom and the active contact set), the node (``sva-linearizer
+node --transport dds`` with the four feet as world-aligned point contacts), and this one, which
+pairs linearization/A, /B, /forces, /dforces_dz, /dforces_dtau and /stamp (content-addressed, see
+:mod:`sva_linearizer.ros.messages`) and prints sizes, stamp, latency, a few eigenvalues of A and
+the contact forces for a few seconds; then everything is stopped and the demo exits. A robot with
+no known feet (``--robot ur5``) runs as before: free motion under a joint PD controller.
 
 Child processes run the very package this process imported (:func:`package_command`), not one
 that happens to be importable from the current directory (a checkout), so the demo, its children
@@ -21,7 +24,7 @@ import time
 
 import numpy as np
 
-from .messages import TOPIC_A, TOPIC_B, TOPIC_STAMP, Pairer
+from .messages import TOPIC_A, TOPIC_B, TOPIC_DFORCES_DTAU, TOPIC_DFORCES_DZ, TOPIC_FORCES, TOPIC_STAMP, Pairer
 from .node import QOS_OUTPUT
 from .transport import DdsTransport, loopback_config, loopback_env, private_domain_id
 
@@ -88,7 +91,8 @@ def stop_process(proc, timeout=10.0):
 
 
 class Echo:
-    """Subscribes A, B and the stamp record on a DDS transport and pairs them."""
+    """Subscribes A, B, the stamp record and the contact forces topics on a transport and pairs
+    them (``readers[2]`` is the stamp record's reader)."""
 
     def __init__(self, transport, on_pair):
         self.pairer = Pairer(depth=32)
@@ -101,25 +105,57 @@ class Echo:
             transport.create_subscription(TOPIC_STAMP, "std_msgs/msg/Header",
                                           lambda m, t: self._done(self.pairer.add_stamp(m), t), QOS_OUTPUT),
         ]
+        for topic, add in ((TOPIC_FORCES, self.pairer.add_forces), (TOPIC_DFORCES_DZ, self.pairer.add_dforces_dz),
+                           (TOPIC_DFORCES_DTAU, self.pairer.add_dforces_dtau)):
+            self.readers.append(transport.create_subscription(
+                topic, "std_msgs/msg/Float64MultiArray", lambda m, t, add=add: self._done(add(m), t), QOS_OUTPUT))
 
     def _done(self, pairs, recv_ns):
         for pair in pairs:
             self.on_pair(pair, recv_ns)
 
 
-def run_demo(seconds=5.0, robot="quadruped", rate=100.0, startup_timeout=120.0, out=None) -> int:
+def default_demo_robot() -> str:
+    """solo12 when example-robot-data is installed, else the bundled quadruped."""
+    from sva_linearizer.robots import robot_urdf_path
+
+    try:
+        robot_urdf_path("solo12")
+        return "solo12"
+    except (ValueError, OSError):
+        return "quadruped"
+
+
+def run_demo(seconds=5.0, robot=None, rate=100.0, startup_timeout=120.0, out=None) -> int:
+    from .sim import STANDING_FEET
+
     out = out or sys.stdout
+    robot = robot or default_demo_robot()
+    feet = STANDING_FEET.get(robot)
     domain = private_domain_id()
     env = loopback_env(domain)
     py = sys.executable
-    print(f"demo: robot '{robot}', DDS domain {domain} on loopback (127.0.0.1, no multicast); "
+    what = (f"standing on four point contacts ({', '.join(feet)}, world-aligned)" if feet
+            else "free motion under joint PD control, no contacts")
+    print(f"demo: robot '{robot}', {what}; DDS domain {domain} on loopback (127.0.0.1, no multicast); "
           f"joint_states at {rate:g} Hz for {seconds:g} s", file=out, flush=True)
     from .._jit import ensure_compiled
 
     ensure_compiled()  # a cold cache compiles here, once, with progress; the children then load it
+    weight = None
+    if feet:
+        import sva_linearizer as sl
+        from sva_linearizer.robots import load_robot
+
+        model = load_robot(robot)
+        # the base's gravity wrench at rest, level: its z force is the robot's weight
+        weight = abs(sl.extended_inverse_dynamics(model, sl.State(model), np.zeros(model.nv))[2])
     transport = DdsTransport("sva_linearizer_echo", domain_id=domain, config=loopback_config())
-    node = start_process([py, "-m", "sva_linearizer.ros", "node", "--robot", robot, "--transport", "dds",
-                          "--param", "warn_period=1.0"], env, "  [node] ")
+    node_args = ["--robot", robot, "--transport", "dds", "--param", "warn_period=1.0"]
+    if feet:
+        node_args += ["--param", f"contact_frames=[{', '.join(feet)}]",
+                      "--param", "contact_references=world_aligned"]
+    node = start_process([py, "-m", "sva_linearizer.ros", "node", *node_args], env, "  [node] ")
     sim = None
     stats = {"n": 0, "last_print": 0.0, "lat": [], "first": None}
 
@@ -138,6 +174,14 @@ def run_demo(seconds=5.0, robot="quadruped", rate=100.0, startup_timeout=120.0, 
             print(f"[echo] seq {pair.seq:5d}  stamp {pair.stamp_ns * 1e-9:.3f}  A {pair.A.shape[0]}x"
                   f"{pair.A.shape[1]}  B {pair.B.shape[0]}x{pair.B.shape[1]}  latency "
                   f"{stats['lat'][-1]:.2f} ms  eig(A), largest real parts: {evs}", file=out, flush=True)
+            if pair.forces is not None and pair.contacts:
+                starts = np.cumsum([0] + [dim for _, dim in pair.contacts])[:-1]
+                fz = [pair.forces[k + 2] for k in starts]       # world_aligned: z is vertical
+                print("[echo]        contact forces on the robot, world z (N): "
+                      + ", ".join(f"{frame} {f:.2f}" for (frame, _), f in zip(pair.contacts, fz))
+                      + f"; sum {sum(fz):.2f} N" + (f" (weight m g = {weight:.2f} N)" if weight else "")
+                      + f"; dforces_dz {pair.dforces_dz.shape[0]}x{pair.dforces_dz.shape[1]}",
+                      file=out, flush=True)
 
     code = 1
     try:
@@ -146,8 +190,8 @@ def run_demo(seconds=5.0, robot="quadruped", rate=100.0, startup_timeout=120.0, 
               file=out, flush=True)
         if not transport.wait_for_writers(echo.readers[2], startup_timeout):
             raise RuntimeError("the node did not come up (see its output above)")
-        sim = start_process([py, "-m", "sva_linearizer.ros", "sim", "--robot", robot, "--rate", str(rate)],
-                            env, "  [sim]  ")
+        sim = start_process([py, "-m", "sva_linearizer.ros", "sim", "--robot", robot, "--rate", str(rate),
+                             "--mode", "standing" if feet else "dynamics"], env, "  [sim]  ")
         deadline = time.monotonic() + startup_timeout
         while stats["first"] is None and time.monotonic() < deadline:
             transport.spin_once(0.1)

@@ -14,7 +14,16 @@ node parameters. It
 * for every joint state it gets to (subscription depth 1, so a slow node drops to the newest state
   instead of queueing; ``max_rate`` limits further by input stamp), computes A and B with
   :func:`sva_linearizer.linearize` and publishes ``linearization/A``, ``linearization/B`` and the
-  pair record ``linearization/stamp`` (see :mod:`sva_linearizer.ros.messages` for the pairing).
+  pair record ``linearization/stamp`` (see :mod:`sva_linearizer.ros.messages` for the pairing);
+* with ``contact_frames`` set (parallel arrays ``contact_kinds``, ``contact_references``,
+  ``contact_offsets``, ``contact_baumgarte_kp``/``_kd``: one entry per contact, one for all, or
+  none), linearizes with the contacts active at the joint state's stamp: the active set comes on
+  ``contacts`` (sensor_msgs/JointState, ``name`` the active contact frames, ``position`` empty or
+  1.0/0.0 per name; ``contacts_default_active`` until the first one), paired by stamp like
+  odometry. ``contact_mode`` rigid: KKT contacts, and the forces and their derivatives on
+  ``linearization/forces``, ``/dforces_dz``, ``/dforces_dtau``; forces: the contact forces are
+  inputs (``contact_forces``, geometry_msgs/WrenchStamped per contact, ``frame_id`` its frame,
+  paired by stamp), B = [B_tau | B_f]. The pair record names the active contacts.
 
 Bad input never produces output: NaN/inf values, unknown/missing/duplicate joint names, arrays of
 the wrong length, a quaternion whose norm is off by more than ``quaternion_tolerance``, odometry
@@ -25,7 +34,8 @@ seconds, with a count of the suppressed ones) and the node keeps running.
 
 Stamps: a zero header stamp means "unstamped" and the receive time is used instead. Odometry is
 matched to a joint state by stamp: the buffered odometry sample nearest in time is used, and it must
-lie within ``max_odom_age`` seconds of the joint state's stamp. A stamp that goes back by more than
+lie within ``max_odom_age`` seconds of the joint state's stamp (:class:`StampedBuffer`; contact sets
+and contact forces the same way, within ``max_contacts_age``). A stamp that goes back by more than
 ``time_reset_threshold`` seconds is taken as a clock reset (e.g. a restarted simulation or bag):
 the node forgets its history and carries on; a smaller step back is "out of order" and dropped.
 """
@@ -39,8 +49,8 @@ import numpy as np
 
 import sva_linearizer as sl
 
-from .messages import (TOPIC_A, TOPIC_B, TOPIC_STAMP, crc32_hex, make_time, matrix_payload,
-                       matrix_to_msg, pair_frame_id, stamp_to_ns)
+from .messages import (TOPIC_A, TOPIC_B, TOPIC_DFORCES_DTAU, TOPIC_DFORCES_DZ, TOPIC_FORCES, TOPIC_STAMP,
+                       crc32_hex, make_time, matrix_payload, matrix_to_msg, pair_frame_id, stamp_to_ns)
 
 NODE_NAME = "sva_linearizer"
 
@@ -61,6 +71,19 @@ DEFAULT_PARAMETERS = {
     "ignore_unknown_joints": False,  # true: names not in the model are ignored instead of rejected
     "joint_states_topic": "joint_states",
     "odom_topic": "odom",
+    # contacts (module docstring, README "Contacts in the node"): parallel arrays, one entry per contact frame; the
+    # per-contact arrays also take one value (for every contact) or none (the default)
+    "contact_frames": [],         # frame names (URDF links, e.g. the feet); empty: no contacts
+    "contact_kinds": [],          # "point" | "6d"; default point
+    "contact_references": [],     # "local" | "world_aligned"; default local
+    "contact_offsets": [],        # 3 per contact, flat (x, y, z in the link frame); default zeros
+    "contact_baumgarte_kp": [],   # Baumgarte Kp per contact; default 0.0
+    "contact_baumgarte_kd": [],   # Baumgarte Kd per contact; default 0.0
+    "contact_mode": "rigid",      # rigid: contacts as constraints (KKT); forces: contact forces as inputs
+    "contacts_default_active": True,  # every configured contact is active until a contact set arrives
+    "contacts_topic": "contacts",              # sensor_msgs/JointState: the active contact set
+    "contact_forces_topic": "contact_forces",  # geometry_msgs/WrenchStamped per contact (mode forces)
+    "max_contacts_age": 0.1,      # s, |joint state stamp - contact set / force stamp| allowed
 }
 
 # QoS profiles, transport-neutral (reliability, durability, depth).
@@ -70,6 +93,8 @@ DEFAULT_PARAMETERS = {
 # anyway (depth 1), so reliable repair of a sample it would skip buys nothing.
 QOS_STATE = dict(reliable=False, transient_local=False, depth=1)    # newest wins
 QOS_ODOM = dict(reliable=False, transient_local=False, depth=10)
+QOS_CONTACTS = dict(reliable=False, transient_local=False, depth=10)
+QOS_FORCES = dict(reliable=False, transient_local=False, depth=32)  # one sample per contact and stamp
 # What the package's own publishers of states use (simulator, tests): ROS 2's default profile.
 QOS_STATE_PUB = dict(reliable=True, transient_local=False, depth=10)
 QOS_DESCRIPTION = dict(reliable=True, transient_local=True, depth=1)  # as robot_state_publisher
@@ -96,6 +121,74 @@ def _as_float(v, name, minimum=0.0):
     return f
 
 
+def _as_list(v, name, kind):
+    """A parameter array (list, tuple, array.array; None or an empty byte array: empty) of str or
+    float; a lone scalar is a one-element list."""
+    if v is None:
+        return []
+    if isinstance(v, (str, int, float)) and not isinstance(v, bool):
+        v = [v]
+    try:
+        items = list(v)
+    except TypeError:
+        raise ValueError(f"parameter {name}: expected a list, got {v!r}") from None
+    if kind is str:
+        if not all(isinstance(x, str) for x in items):
+            raise ValueError(f"parameter {name}: expected a list of strings, got {v!r}")
+        return items
+    try:
+        out = [float(x) for x in items if not isinstance(x, (bool, str))]
+    except (TypeError, ValueError):
+        out = []
+    if len(out) != len(items) or not all(math.isfinite(x) for x in out):
+        raise ValueError(f"parameter {name}: expected a list of finite numbers, got {v!r}")
+    return out
+
+
+def _per_contact(values, n, name, default, width=1):
+    """A per-contact array: none (default), one entry (for all), or one per contact frame."""
+    k = len(values) // width if len(values) % width == 0 else -1
+    if k == 0:
+        return [default] * n
+    if k == 1:
+        return [values if width > 1 else values[0]] * n
+    if k == n:
+        return [values[i * width:(i + 1) * width] if width > 1 else values[i] for i in range(n)]
+    what = f"{len(values)} values ({width} per contact)" if width > 1 else f"{len(values)} values"
+    raise ValueError(f"parameter {name}: {what} for {n} contact_frames (give one per contact, one for all, "
+                     f"or none for the default)")
+
+
+def contact_specs(p: dict) -> list:
+    """The configured contacts as sl.Contact objects (in contact_frames order), from normalized
+    parameters; raises ValueError naming the bad parameter. Frames are checked against the model
+    when it is built."""
+    frames = p["contact_frames"]
+    n = len(frames)
+    kinds = _per_contact(p["contact_kinds"], n, "contact_kinds", "point")
+    refs = _per_contact(p["contact_references"], n, "contact_references", "local")
+    offsets = _per_contact(p["contact_offsets"], n, "contact_offsets", [0.0, 0.0, 0.0], width=3)
+    kps = _per_contact(p["contact_baumgarte_kp"], n, "contact_baumgarte_kp", 0.0)
+    kds = _per_contact(p["contact_baumgarte_kd"], n, "contact_baumgarte_kd", 0.0)
+    seen = set()
+    for f in frames:
+        # the pair record lists the active contacts as "frame:dim,..." (messages.pair_frame_id)
+        if not f or any(c.isspace() or c == "," for c in f):
+            raise ValueError(f"parameter contact_frames: {f!r} is not a frame name (empty, or has a "
+                             f"space or a comma)")
+        if f in seen:
+            raise ValueError(f"parameter contact_frames: '{f}' is listed twice")
+        seen.add(f)
+    for name, values, allowed in (("contact_kinds", kinds, ("point", "6d")),
+                                  ("contact_references", refs, ("local", "world_aligned"))):
+        for f, v in zip(frames, values):
+            if v not in allowed:
+                raise ValueError(f"parameter {name}: '{v}' for contact '{f}' (expected "
+                                 f"{' or '.join(allowed)})")
+    return [sl.Contact(f, kind=k, reference=r, offset=o, baumgarte=(kp, kd))
+            for f, k, r, o, kp, kd in zip(frames, kinds, refs, offsets, kps, kds)]
+
+
 def _ros_builtin(name):
     """Parameters every ROS 2 node has (launch files set them); not the node's own."""
     return name in ("use_sim_time", "start_type_description_service") or name.startswith("qos_overrides.")
@@ -111,7 +204,7 @@ def normalize_parameters(params: dict) -> dict:
     p = dict(DEFAULT_PARAMETERS)
     p.update({k: v for k, v in params.items() if v is not None})
     for k in ("robot_description", "urdf_path", "robot", "robot_description_topic",
-              "joint_states_topic", "odom_topic"):
+              "joint_states_topic", "odom_topic", "contacts_topic", "contact_forces_topic", "contact_mode"):
         if not isinstance(p[k], str):
             raise ValueError(f"parameter {k}: expected a string, got {p[k]!r}")
     if p["floating_base"] == "auto":
@@ -122,10 +215,18 @@ def normalize_parameters(params: dict) -> dict:
                 p["floating_base"] = default_floating_base(p["robot"])
             except ValueError:
                 pass  # unknown name: reported when the model is built
-    for k in ("floating_base", "ignore_unknown_joints"):
+    for k in ("floating_base", "ignore_unknown_joints", "contacts_default_active"):
         p[k] = _as_bool(p[k], k)
-    for k in ("max_rate", "max_odom_age", "quaternion_tolerance", "time_reset_threshold", "warn_period"):
+    for k in ("max_rate", "max_odom_age", "quaternion_tolerance", "time_reset_threshold", "warn_period",
+              "max_contacts_age"):
         p[k] = _as_float(p[k], k)
+    for k in ("contact_frames", "contact_kinds", "contact_references"):
+        p[k] = _as_list(p[k], k, str)
+    for k in ("contact_offsets", "contact_baumgarte_kp", "contact_baumgarte_kd"):
+        p[k] = _as_list(p[k], k, float)
+    if p["contact_mode"] not in ("rigid", "forces"):
+        raise ValueError(f"parameter contact_mode: expected rigid or forces, got {p['contact_mode']!r}")
+    contact_specs(p)
     g = p["gravity"]
     try:
         g = [float(x) for x in g]
@@ -164,6 +265,69 @@ class _Odom:
         self.stamp, self.p, self.quat, self.twist = stamp, p, quat, twist
 
 
+class _Sample:
+    __slots__ = ("stamp", "value")
+
+    def __init__(self, stamp, value):
+        self.stamp, self.value = stamp, value
+
+
+class StampedBuffer:
+    """The last few samples of one input, paired with a joint state by stamp: the sample nearest in
+    time, which must lie within a maximum age of it (either direction). One pairing rule for every
+    input that comes with its own stamp: odometry, the contact set, each contact's force.
+
+    ``what`` prefixes the messages (the topic's role: "odom", "contacts", ...), ``noun`` names the
+    samples ("odometry"), ``age_param`` the parameter holding the maximum age, ``missing`` the text
+    when there is no sample at all."""
+
+    reset_threshold = 1.0   # s; the node sets its time_reset_threshold
+
+    def __init__(self, what: str, noun: str, age_param: str, missing: str, maxlen: int = 32):
+        self.what, self.noun, self.age_param, self.missing = what, noun, age_param, missing
+        self.items: deque = deque(maxlen=maxlen)
+
+    def __len__(self):
+        return len(self.items)
+
+    def clear(self):
+        self.items.clear()
+
+    def add(self, sample):
+        """Buffer a sample (an object with ``stamp``) -> (None, None) if added; ("order", text) for
+        a stamp older than the newest (not added); ("reset", text) for a step back beyond
+        ``reset_threshold`` seconds (set by the node), a clock reset: the buffer was cleared, then
+        the sample added."""
+        if self.items and sample.stamp < self.items[-1].stamp:
+            back = (self.items[-1].stamp - sample.stamp) * 1e-9
+            if back <= self.reset_threshold:
+                return "order", (f"{self.what}: stamp older than previous (out of order, "
+                                 f"{back * 1e3:.3g} ms back)")
+            self.items.clear()
+            self.items.append(sample)
+            return "reset", f"{self.what}: time jumped back by {back:.3g} s; clearing the {self.noun} buffer"
+        self.items.append(sample)
+        return None, None
+
+    def nearest(self, stamp: int, max_age: float):
+        """-> (sample, None), or (None, (kind, text)) with kind "missing" or "stale"."""
+        best = None
+        for o in self.items:
+            if best is None or abs(o.stamp - stamp) < abs(best.stamp - stamp):
+                best = o
+        if best is None:
+            return None, ("missing", self.missing)
+        age = (stamp - best.stamp) * 1e-9
+        if abs(age) > max_age:
+            if age >= 0:
+                text = f"{self.what}: stale (age {age:.3g} s > max {max_age:.3g} s)"
+            else:
+                text = (f"{self.what}: stamp {-age:.3g} s ahead of the joint state "
+                        f"(> {self.age_param} {max_age:.3g} s)")
+            return None, ("stale", text)
+        return best, None
+
+
 def _vec(*xs):
     return np.array(xs, dtype=float)
 
@@ -189,9 +353,22 @@ class LinearizerNode:
         self.last_problem = None
         self.compute_s = 0.0
         self._last_stamp = None
-        self._odom = deque(maxlen=32)
+        self._odom = StampedBuffer("odom", "odometry", "max_odom_age",
+                                   "odom: no valid odometry yet (a floating base needs odom)")
         self._perm_cache: dict = {}
         self._index = {}
+        # contacts: the configured ones (sl.Contact, frames checked when the model is built), the
+        # buffered contact sets (tuples of bools in configuration order) and forces (per frame)
+        self.contacts = contact_specs(p)
+        self._contact_index = {c.frame: i for i, c in enumerate(self.contacts)}
+        self._contact_sets = StampedBuffer("contacts", "contact set", "max_contacts_age",
+                                           "contacts: no contact set yet")
+        self._contact_set_seen = False     # any valid contact set ever: from then on one is required
+        self._forces = {c.frame: StampedBuffer("contact_forces", "force", "max_contacts_age",
+                                               f"contact_forces: no force for contact '{c.frame}' yet")
+                        for c in self.contacts}
+        for buf in (self._odom, self._contact_sets, *self._forces.values()):
+            buf.reset_threshold = p["time_reset_threshold"]
 
         self._types = transport.types
         source = None
@@ -204,6 +381,13 @@ class LinearizerNode:
         # endpoints after the model (and the kernels' warm-up): once they are visible, it is ready
         self._pub_a = transport.create_publisher(TOPIC_A, "std_msgs/msg/Float64MultiArray", QOS_OUTPUT)
         self._pub_b = transport.create_publisher(TOPIC_B, "std_msgs/msg/Float64MultiArray", QOS_OUTPUT)
+        self._pub_forces = None
+        if self.contacts and p["contact_mode"] == "rigid":
+            self._pub_forces = [transport.create_publisher(t, "std_msgs/msg/Float64MultiArray", QOS_OUTPUT)
+                                for t in (TOPIC_FORCES, TOPIC_DFORCES_DZ, TOPIC_DFORCES_DTAU)]
+        self.output_topics = [TOPIC_A, TOPIC_B] + ([TOPIC_FORCES, TOPIC_DFORCES_DZ, TOPIC_DFORCES_DTAU]
+                                                   if self._pub_forces else []) + [TOPIC_STAMP]
+        # the pair record last: its writer's appearance tells a subscriber that the node is ready
         self._pub_stamp = transport.create_publisher(TOPIC_STAMP, "std_msgs/msg/Header", QOS_OUTPUT)
         if self.model is None:
             if not p["robot_description_topic"]:
@@ -217,6 +401,12 @@ class LinearizerNode:
         # the odometry that arrived together with a joint state first
         if p["floating_base"]:
             transport.create_subscription(p["odom_topic"], "nav_msgs/msg/Odometry", self.on_odom, QOS_ODOM)
+        if self.contacts:
+            transport.create_subscription(p["contacts_topic"], "sensor_msgs/msg/JointState", self.on_contacts,
+                                          QOS_CONTACTS)
+            if p["contact_mode"] == "forces":
+                transport.create_subscription(p["contact_forces_topic"], "geometry_msgs/msg/WrenchStamped",
+                                              self.on_contact_force, QOS_FORCES)
         transport.create_subscription(p["joint_states_topic"], "sensor_msgs/msg/JointState",
                                       self.on_joint_state, QOS_STATE)
 
@@ -230,6 +420,11 @@ class LinearizerNode:
             elif source == "robot_description" and not value.strip():
                 raise ValueError("empty string")
             model = sl.load_urdf(value, floating_base=p["floating_base"], gravity=p["gravity"])
+            known = set(model.frame_names)
+            unknown = [c.frame for c in self.contacts if c.frame not in known]
+            if unknown:
+                raise ValueError("contact_frames: " + ", ".join(f"'{f}'" for f in unknown)
+                                 + " not a frame (link) of this model")
         except Exception as e:  # any parser/model error: report, keep what we had
             what = {"topic": "robot_description (topic)",
                     "robot_description": "robot_description (parameter)"}.get(source, source)
@@ -243,6 +438,18 @@ class LinearizerNode:
         except Exception as e:
             self.log.warning(f"model from {source}: linearization at the zero state failed "
                              f"({type(e).__name__}: {e}); states will be tried as they come")
+        if self.contacts:
+            # the contact kernels too; the zero state may be singular for the contact set (a
+            # straight leg), which is no reason to warn: only the compilation is wanted here
+            try:
+                z = sl.State(model)
+                if p["contact_mode"] == "rigid":
+                    sl.linearize(model, z, np.zeros(model.nj), contacts=self.contacts)
+                else:
+                    sl.linearize(model, z, np.zeros(model.nj),
+                                 forces=[(c, np.zeros(c.dim)) for c in self.contacts])
+            except Exception:
+                pass
         warm = time.perf_counter() - t0
         self.model = model
         self._index = {n: i for i, n in enumerate(model.joint_names)}
@@ -252,6 +459,11 @@ class LinearizerNode:
                       f"{'floating' if model.floating_base else 'fixed'} base, nv = {model.nv}; "
                       f"A is {2 * model.nv}x{2 * model.nv}, B is {2 * model.nv}x{model.nj}"
                       + (f" (warm-up {warm:.1f} s)" if warm > 1.0 else ""))
+        if self.contacts:
+            self.log.info(f"contacts ({p['contact_mode']}): " + ", ".join(
+                f"{c.frame} ({c.kind}, {c.reference})" for c in self.contacts)
+                + f"; {'all' if p['contacts_default_active'] else 'none'} active until a contact set "
+                  f"arrives on {p['contacts_topic']}")
         return True
 
     def on_robot_description(self, msg, recv_ns=None):
@@ -320,21 +532,85 @@ class LinearizerNode:
         norm = float(np.linalg.norm(quat))
         if abs(norm - 1.0) > self.params["quaternion_tolerance"]:
             return self._reject("odom_quaternion", f"odom: quaternion norm {norm:.6g} is not unit")
-        if self._odom and stamp < self._odom[-1].stamp:
-            back = (self._odom[-1].stamp - stamp) * 1e-9
-            if back <= self.params["time_reset_threshold"]:
-                return self._reject("odom_order", f"odom: stamp older than previous (out of order, "
-                                                  f"{back * 1e3:.3g} ms back)")
-            self.log.warning(f"odom: time jumped back by {back:.3g} s; clearing the odometry buffer")
-            self._odom.clear()
-        self._odom.append(_Odom(stamp, p, quat / norm, twist))
+        kind, text = self._odom.add(_Odom(stamp, p, quat / norm, twist))
+        if kind == "order":
+            return self._reject("odom_order", text)
+        if kind == "reset":
+            self.log.warning(text)
 
-    def _nearest_odom(self, stamp):
-        best = None
-        for o in self._odom:
-            if best is None or abs(o.stamp - stamp) < abs(best.stamp - stamp):
-                best = o
-        return best
+    # --------------------------------------------------------------- contacts
+    def on_contacts(self, msg, recv_ns=None):
+        """The active contact set (sensor_msgs/JointState): ``name`` lists contact frames,
+        ``position`` is empty (all listed active) or 1.0 / 0.0 per name; unlisted: inactive."""
+        stamp = self._stamp(msg.header, recv_ns)
+        names = list(msg.name)
+        flags = np.asarray(msg.position, dtype=float).reshape(-1)
+        unknown = [n for n in names if n not in self._contact_index]
+        if unknown:
+            configured = ", ".join(c.frame for c in self.contacts)
+            return self._reject("contacts_names", "contacts: unknown contact " + ", ".join(
+                f"'{n}'" for n in unknown[:5]) + f" (configured: {configured})")
+        if len(set(names)) != len(names):
+            dup = next(n for n in names if names.count(n) > 1)
+            return self._reject("contacts_names", f"contacts: duplicate contact '{dup}'")
+        if flags.size not in (0, len(names)):
+            return self._reject("contacts_values", f"contacts: position has {flags.size} entries for "
+                                                   f"{len(names)} names (empty, or 1.0/0.0 per name)")
+        bad = [(n, f) for n, f in zip(names, flags) if f not in (0.0, 1.0)]
+        if bad:
+            return self._reject("contacts_values", f"contacts: position of '{bad[0][0]}' is {bad[0][1]} "
+                                                   f"(1.0: active, 0.0: inactive)")
+        active = [False] * len(self.contacts)
+        for k, n in enumerate(names):
+            active[self._contact_index[n]] = bool(flags[k]) if flags.size else True
+        kind, text = self._contact_sets.add(_Sample(stamp, tuple(active)))
+        if kind == "order":
+            return self._reject("contacts_order", text)
+        if kind == "reset":
+            self.log.warning(text)
+        self._contact_set_seen = True
+
+    def on_contact_force(self, msg, recv_ns=None):
+        """A contact's force (geometry_msgs/WrenchStamped, frame_id = the contact frame, components
+        in the contact's reference frame, acting on the robot); point contacts use the force only."""
+        stamp = self._stamp(msg.header, recv_ns)
+        frame = msg.header.frame_id
+        i = self._contact_index.get(frame)
+        if i is None:
+            configured = ", ".join(c.frame for c in self.contacts)
+            return self._reject("contact_forces_names", f"contact_forces: unknown contact '{frame}' "
+                                                        f"(configured: {configured})")
+        f, t = msg.wrench.force, msg.wrench.torque
+        w = _vec(f.x, f.y, f.z, t.x, t.y, t.z)[:self.contacts[i].dim]
+        if not np.all(np.isfinite(w)):
+            return self._reject("contact_forces_nonfinite", f"contact_forces: wrench of '{frame}' has NaN "
+                                                            f"or infinite values")
+        kind, text = self._forces[frame].add(_Sample(stamp, w))
+        if kind == "order":
+            return self._reject("contact_forces_order", text)
+        if kind == "reset":
+            self.log.warning(text)
+
+    def _active_contacts(self, stamp):
+        """The contacts active at a joint state's stamp -> (active sl.Contacts, their input forces
+        (mode forces) or None, None), or (None, None, (problem key, text))."""
+        p = self.params
+        if self._contact_set_seen:
+            sample, err = self._contact_sets.nearest(stamp, p["max_contacts_age"])
+            if err is not None:
+                return None, None, ("contacts_" + err[0], err[1])
+            active = [c for c, on in zip(self.contacts, sample.value) if on]
+        else:
+            active = list(self.contacts) if p["contacts_default_active"] else []
+        if p["contact_mode"] != "forces":
+            return active, None, None
+        forces = []
+        for c in active:
+            sample, err = self._forces[c.frame].nearest(stamp, p["max_contacts_age"])
+            if err is not None:
+                return None, None, ("contact_forces_" + err[0], err[1])
+            forces.append(sample.value)
+        return active, forces, None
 
     # --------------------------------------------------------- joint states
     def on_joint_state(self, msg, recv_ns=None):
@@ -350,7 +626,8 @@ class LinearizerNode:
                 return self._reject("joint_states_order", f"joint_states: stamp older than previous "
                                                           f"(out of order, {back * 1e3:.3g} ms back)")
             self.log.warning(f"joint_states: time jumped back by {back:.3g} s; treating it as a clock reset")
-            self._odom.clear()
+            for buf in (self._odom, self._contact_sets, *self._forces.values()):
+                buf.clear()
             last = self._last_stamp = None
         if last is not None and p["max_rate"] > 0 and (stamp - last) * 1e-9 < 1.0 / p["max_rate"]:
             self.rejected["rate_limited"] = self.rejected.get("rate_limited", 0) + 1
@@ -368,43 +645,62 @@ class LinearizerNode:
             return self._reject("joint_states_values", tau)
 
         if model.floating_base:
-            odom = self._nearest_odom(stamp)
-            if odom is None:
-                return self._reject("odom_missing", "odom: no valid odometry yet (a floating base needs odom)")
-            age = (stamp - odom.stamp) * 1e-9
-            if abs(age) > p["max_odom_age"]:
-                if age >= 0:
-                    text = f"odom: stale (age {age:.3g} s > max {p['max_odom_age']:.3g} s)"
-                else:
-                    text = (f"odom: stamp {-age:.3g} s ahead of the joint state "
-                            f"(> max_odom_age {p['max_odom_age']:.3g} s)")
-                return self._reject("odom_stale", text)
+            odom, err = self._odom.nearest(stamp, p["max_odom_age"])
+            if err is not None:
+                return self._reject("odom_" + err[0], err[1])
             q = np.concatenate([odom.p, odom.quat, s])
             v = np.concatenate([odom.twist, r])
         else:
             q, v = s, r
 
+        active = forces = None
+        if self.contacts:
+            active, forces, err = self._active_contacts(stamp)
+            if err is not None:
+                return self._reject(*err)
+
         t0 = time.perf_counter()
         try:
             state = sl.State.from_vectors(model, q, v)
-            lin = sl.linearize(model, state, tau)
+            if forces is not None:
+                lin = sl.linearize(model, state, tau, forces=list(zip(active, forces)))
+            else:
+                lin = sl.linearize(model, state, tau, contacts=active)
         except Exception as e:
             return self._reject("linearize", f"linearization failed: {type(e).__name__}: {e}")
         A, B = lin.A, lin.B
-        if not (np.all(np.isfinite(A)) and np.all(np.isfinite(B))):
-            return self._reject("linearize", "linearization: A or B has NaN or infinite entries")
+        extra = None
+        if self._pub_forces is not None:
+            if active:
+                extra = (lin.forces.reshape(-1, 1), lin.dforces_dz, lin.dforces_dtau)
+            else:  # no active contact: empty forces, so that every pair has them
+                extra = (np.zeros((0, 1)), np.zeros((0, 2 * model.nv)), np.zeros((0, model.nj)))
+        if not all(np.all(np.isfinite(M)) for M in (A, B, *(extra or ()))):
+            return self._reject("linearize", "linearization: A, B or the contact forces have NaN or "
+                                             "infinite entries")
         self.compute_s += time.perf_counter() - t0
-        self._publish(stamp, A, B)
+        self._publish(stamp, A, B, active, extra)
         self._last_stamp = stamp
         return A, B
 
-    def _publish(self, stamp, A, B):
+    def _publish(self, stamp, A, B, active=None, extra=None):
         T = self._types
         pa, pb = matrix_payload(A), matrix_payload(B)
         self.seq += 1
-        header = T.Header(stamp=make_time(T, stamp), frame_id=pair_frame_id(self.seq, crc32_hex(pa), crc32_hex(pb)))
+        mode, crcs, payloads = None, None, ()
+        if self.contacts:
+            mode = self.params["contact_mode"]
+            if extra is not None:
+                payloads = [matrix_payload(M) for M in extra]
+                crcs = dict(zip(("F", "dFdz", "dFdtau"), (crc32_hex(x) for x in payloads)))
+        frame_id = pair_frame_id(self.seq, crc32_hex(pa), crc32_hex(pb), mode,
+                                 [(c.frame, c.dim) for c in active or ()], crcs)
+        header = T.Header(stamp=make_time(T, stamp), frame_id=frame_id)
         self._pub_a.publish(matrix_to_msg(T, A, pa))
         self._pub_b.publish(matrix_to_msg(T, B, pb))
+        if extra is not None:
+            for pub, M, payload in zip(self._pub_forces, extra, payloads):
+                pub.publish(matrix_to_msg(T, M, payload))
         self._pub_stamp.publish(header)
         self.published += 1
 

@@ -4,7 +4,9 @@
 SE(3) x R^n, no contacts: a floating base is in free flight) under a joint PD controller tracking
 slow sinusoids, and publishes the state with the current wall-clock stamp. ``random`` mode cycles
 through random valid states (what the benchmark uses: the node's cost does not depend on where the
-states come from, and the publisher then costs almost nothing).
+states come from, and the publisher then costs almost nothing). ``standing`` mode (a quadruped,
+see :data:`STANDING_FEET`) publishes the robot standing still on its four feet
+(:func:`standing_state`), and the active contact set (all four feet) on ``contacts``.
 """
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ import numpy as np
 import sva_linearizer as sl
 from sva_linearizer.spatial import matrix_to_quat, se3_exp
 
-from .messages import joint_state_msg, odometry_msg
+from .messages import contacts_msg, joint_state_msg, odometry_msg
 
 
 class SimRobot:
@@ -66,6 +68,63 @@ class SimRobot:
         return matrix_to_quat(self.R)
 
 
+#: The feet of the quadrupeds the demo can stand (point contacts), in the order of config/<robot>.yaml.
+STANDING_FEET = {
+    "solo12": ["FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT"],
+    "quadruped": ["LF_foot", "RF_foot", "LH_foot", "RH_foot"],
+}
+
+
+def standing_posture(model) -> np.ndarray:
+    """Joint positions of a quadruped standing on bent legs (Solo's SRDF "straight_standing":
+    hip flexion +-0.8, knee -+1.6, front legs one way, hind legs the other); joints named
+    <leg>_HAA / _HFE / _KFE with the leg FL, FR, HL, HR or LF, RF, LH, RH."""
+    s = np.zeros(model.nj)
+    for j, name in enumerate(model.joint_names):
+        leg, _, joint = name.partition("_")
+        front = leg in ("FL", "FR", "LF", "RF")
+        if joint == "HFE":
+            s[j] = 0.8 if front else -0.8
+        elif joint == "KFE":
+            s[j] = -1.6 if front else 1.6
+    return s
+
+
+def _contact_jacobian(model, state, c):
+    """The contact's rows Jc (dim x nv, z coordinates) in its reference frame (zero offset)."""
+    J = sl.frame_jacobian(model, state, c.frame, reference="local")
+    if np.any(c.offset != 0.0):
+        raise ValueError("standing_state: contacts with an offset are not supported")
+    if c.reference == "world_aligned":
+        R, _ = sl.frame_placement(model, state, c.frame)
+        J = np.vstack([R @ J[:3], R @ J[3:]])
+    return J[:c.dim]
+
+
+def standing_state(model, contacts, s=None):
+    """The robot standing still on its contacts: base level (identity orientation) at the height
+    that puts the contact frames' mean height at z = 0, joints at ``s`` (default
+    :func:`standing_posture`), zero velocity, and the joint torques tau that hold it with the
+    smallest contact forces (least norm) balancing gravity.
+    -> (q, v, tau, forces) in the library's flat conventions; forces stacked as ``contacts``, each
+    in its reference frame, on the robot. With these tau, the rigid-contact dynamics give zero
+    acceleration and exactly these forces."""
+    nj, nv = model.nj, model.nv
+    s = standing_posture(model) if s is None else np.asarray(s, dtype=float)
+    quat = np.array([0.0, 0.0, 0.0, 1.0])
+    state = sl.State.from_vectors(model, np.r_[0.0, 0.0, 0.0, quat, s], np.zeros(nv))
+    height = -np.mean([sl.frame_placement(model, state, c.frame)[1][2] for c in contacts])
+    q = np.r_[0.0, 0.0, height, quat, s]
+    state = sl.State.from_vectors(model, q, np.zeros(nv))
+    h = sl.extended_inverse_dynamics(model, state, np.zeros(nv))   # gravity: [base wrench; joints]
+    Jc = np.vstack([_contact_jacobian(model, state, c) for c in contacts])
+    nb = nv - nj
+    # M nu_dot + h = S tau + Jc^T f with nu_dot = 0: the base rows fix f (least norm), the rest tau
+    f = np.linalg.lstsq(Jc[:, :nb].T, h[:nb], rcond=None)[0]
+    tau = h[nb:] - Jc[:, nb:].T @ f
+    return q, np.zeros(nv), tau, f
+
+
 def random_states(model, n=64, seed=1):
     """n random valid (p, quat, twist, s, r, tau) tuples."""
     rng = np.random.default_rng(seed)
@@ -103,6 +162,15 @@ def run_sim_publisher(robot="quadruped", rate=100.0, seconds=None, mode="dynamic
     period = 1.0 / rate
     sim = SimRobot(model) if mode == "dynamics" else None
     table = random_states(model) if mode == "random" else None
+    pub_contacts = None
+    if mode == "standing":
+        feet = STANDING_FEET.get(robot)
+        if feet is None:
+            raise ValueError(f"sim --mode standing: no feet known for '{robot}' "
+                             f"(known: {', '.join(STANDING_FEET)})")
+        q, v, tau, _ = standing_state(model, [sl.Contact(f) for f in feet])
+        table = [(q[0:3], q[3:7], v[0:6], q[7:], v[6:], tau)]
+        pub_contacts = transport.create_publisher("contacts", "sensor_msgs/msg/JointState", QOS_STATE_PUB)
     if hasattr(transport, "wait_for_readers"):
         transport.wait_for_readers(pub_js, wait_for_node_s)
     sent, late, k = 0, 0, 0
@@ -117,6 +185,8 @@ def run_sim_publisher(robot="quadruped", rate=100.0, seconds=None, mode="dynamic
                 p, quat, tw, s, r, tau = table[k % len(table)]
             k += 1
             stamp = time.time_ns()
+            if pub_contacts is not None:
+                pub_contacts.publish(contacts_msg(T, stamp, feet))
             if pub_odom is not None:
                 pub_odom.publish(odometry_msg(T, stamp, p, quat, tw))
             pub_js.publish(joint_state_msg(T, stamp, names, s, r, tau))

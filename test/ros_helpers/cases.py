@@ -35,9 +35,10 @@ def flat(model, s, r, odom):
     return s, r
 
 
-def check_A_B(h, robot, floating, n=3, t0=100, oracle=True):
+def check_A_B(h, robot, floating, n=3, t0=100, oracle=True, contacts=None):
     """n shuffled, stamped states (with odometry for a floating base) -> the node's A and B equal
-    the library's and Pinocchio's (e_max <= 1e-8), and each pair carries its input's stamp."""
+    the library's and Pinocchio's (e_max <= 1e-8), and each pair carries its input's stamp.
+    contacts: the node's (all active, rigid): the library's A, B with them (no Pinocchio)."""
     path = robot_urdf_path(robot)
     model = sl.load_urdf(path, floating_base=floating)
     rng = np.random.default_rng(zlib.crc32(robot.encode()))
@@ -51,10 +52,12 @@ def check_A_B(h, robot, floating, n=3, t0=100, oracle=True):
         send()
         pair = h.wait_pair(stamp, resend=send)
         q, v = flat(model, s, r, odom)
-        lin = sl.linearize(model, sl.State.from_vectors(model, q, v), tau)
+        lin = sl.linearize(model, sl.State.from_vectors(model, q, v), tau, contacts=contacts)
         assert pair.A.shape == (2 * model.nv, 2 * model.nv) and pair.B.shape == (2 * model.nv, model.nj)
         assert e_max(pair.A, lin.A) <= 1e-8 and e_max(pair.B, lin.B) <= 1e-8
-        if oracle:
+        if contacts:
+            assert e_max(pair.forces, lin.forces) <= 1e-8
+        if oracle and not contacts:
             A_pin, B_pin = pinocchio_A_B(path, model, q, v, tau)
             assert e_max(pair.A, A_pin) <= 1e-8, f"A vs Pinocchio: e_max {e_max(pair.A, A_pin):.2e}"
             assert e_max(pair.B, B_pin) <= 1e-8, f"B vs Pinocchio: e_max {e_max(pair.B, B_pin):.2e}"
@@ -178,3 +181,76 @@ def check_description_topic(h, robot="ur5", t0=300):
     pair = h.wait_pair(t0 * SEC, resend=send)
     lin = sl.linearize(model, sl.State.from_vectors(model, s, r), tau)
     assert e_max(pair.A, lin.A) <= 1e-8 and e_max(pair.B, lin.B) <= 1e-8
+
+
+FEET = ["FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT"]
+
+
+def check_standing_contacts(h, mode="rigid", t0=600):
+    """The node runs solo12 with its four feet as world-aligned point contacts (config/solo12.yaml,
+    warn_period=0) and contact_mode ``mode``. A standing solo12 (sim.standing_state) with all four
+    feet active, then a moving state with three: A, B (and, rigid, forces, dforces_dz, dforces_dtau;
+    forces: B's extra columns) equal sl.linearize's in this process (e_max <= 1e-12: the same code);
+    the pair record names the active contacts. Then an unknown frame in the contact set: a warning
+    naming it, nothing published for its stamp, and the next good sample is answered."""
+    from sva_linearizer.ros.sim import standing_state
+
+    model = sl.load_urdf(robot_urdf_path("solo12"), floating_base=True)
+    feet = [sl.Contact(f, reference="world_aligned") for f in FEET]
+    q, v, tau, f_static = standing_state(model, feet)
+    rng = np.random.default_rng(17)
+    moving = (q + np.r_[np.zeros(7), rng.normal(size=model.nj) * 0.05], rng.normal(size=model.nv) * 0.3,
+              tau + rng.normal(size=model.nj) * 0.1)
+    cases = [(q, v, tau, FEET), (*moving, ["FL_FOOT", "HL_FOOT", "HR_FOOT"])]
+    forces_in = {c.frame: f_static[3 * k:3 * k + 3] + rng.normal(size=3) for k, c in enumerate(feet)}
+    for k, (q_k, v_k, tau_k, active) in enumerate(cases):
+        stamp = (t0 + k) * SEC + 777
+        names, s_m, r_m, tau_m = shuffled(model, rng, q_k[7:], v_k[6:], tau_k)
+        odom = (q_k[0:3], q_k[3:7], v_k[0:6])
+
+        def send():
+            h.send_contacts(stamp, active)
+            if mode == "forces":
+                h.send_forces(stamp, [(f, forces_in[f]) for f in active])
+            h.send(stamp, names, s_m, r_m, tau_m, odom)
+        send()
+        pair = h.wait_pair(stamp, resend=send)
+        on = [c for c in feet if c.frame in active]
+        state = sl.State.from_vectors(model, q_k, v_k)
+        if mode == "rigid":
+            lin = sl.linearize(model, state, tau_k, contacts=on)
+            assert pair.B.shape == (2 * model.nv, model.nj)
+            for got, ref in ((pair.forces, lin.forces), (pair.dforces_dz, lin.dforces_dz),
+                             (pair.dforces_dtau, lin.dforces_dtau)):
+                assert got.shape == ref.shape and e_max(got, ref) <= 1e-12
+            if k == 0:    # standing still: the static forces, about m g / 4 up each
+                assert e_max(pair.forces, f_static) <= 1e-9 and np.all(pair.forces[2::3] > 5.0)
+        else:
+            lin = sl.linearize(model, state, tau_k, forces=[(c, forces_in[c.frame]) for c in on])
+            assert pair.B.shape == (2 * model.nv, model.nj + 3 * len(on)) and pair.forces is None
+        assert e_max(pair.A, lin.A) <= 1e-12 and e_max(pair.B, lin.B) <= 1e-12
+        assert pair.mode == mode and pair.contacts == tuple((f, 3) for f in FEET if f in active)
+
+    # an unknown frame in the contact set: dropped with a warning; the joint state at its stamp
+    # finds no contact set within max_contacts_age and is not answered
+    stamp = (t0 + 5) * SEC
+    start = len(h.node.lines)
+    names, s_m, r_m, tau_m = shuffled(model, rng, q[7:], v[6:], tau)
+
+    def send_bad():
+        h.send_contacts(stamp, ["FL_FOOT", "LF_FOOT"])
+        h.send(stamp, names, s_m, r_m, tau_m, (q[0:3], q[3:7], v[0:6]))
+    send_bad()
+    h.wait_log(r"contacts: unknown contact 'LF_FOOT' \(configured: FL_FOOT, FR_FOOT, HL_FOOT, HR_FOOT\)",
+               start, resend=send_bad)
+    h.wait_log(r"contacts: stale", start, resend=send_bad)
+    stamp2 = stamp + SEC
+
+    def send_good():
+        h.send_contacts(stamp2, FEET)
+        if mode == "forces":
+            h.send_forces(stamp2, list(forces_in.items()))
+        h.send(stamp2, names, s_m, r_m, tau_m, (q[0:3], q[3:7], v[0:6]))
+    send_good()
+    h.wait_pair(stamp2, resend=send_good)
+    assert stamp not in {p.stamp_ns for p in h.pairs}, "an A/B was published for a bad contact set"

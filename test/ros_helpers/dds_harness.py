@@ -13,7 +13,7 @@ import sys
 import time
 
 from sva_linearizer.ros.demo import Echo, start_process, stop_process
-from sva_linearizer.ros.messages import joint_state_msg, odometry_msg
+from sva_linearizer.ros.messages import contacts_msg, joint_state_msg, odometry_msg, wrench_msg
 from sva_linearizer.ros.node import QOS_DESCRIPTION, QOS_STATE_PUB
 from sva_linearizer.ros.transport import (DdsTransport, loopback_config, loopback_env, loopback_vars,
                                          private_domain_id)
@@ -80,10 +80,11 @@ class Harness:
     """Publishes joint_states/odom/robot_description and pairs the node's A/B/stamp.
 
     start_node=False: the node is started later by :meth:`start` (e.g. after a transient-local
-    robot description was published)."""
+    robot description was published). contacts=True: also publishers of the contact set
+    (``contacts``) and of contact forces (``contact_forces``)."""
 
     def __init__(self, node_args, description_topic="robot_description", node_transport="dds", peer="dds",
-                 start_node=True, script=False, state_qos=QOS_STATE_PUB, command=None, env=None):
+                 start_node=True, script=False, state_qos=QOS_STATE_PUB, command=None, env=None, contacts=False):
         seed = os.getpid() * 31 + next(_counter)
         self.domain = private_domain_id(seed)
         self.namespace = f"/sva_test_{os.getpid()}_{seed % 100000}"
@@ -96,6 +97,9 @@ class Harness:
         self.pub_js = T.create_publisher("joint_states", "sensor_msgs/msg/JointState", state_qos)
         self.pub_odom = T.create_publisher("odom", "nav_msgs/msg/Odometry", state_qos)
         self.pub_desc = T.create_publisher(description_topic, "std_msgs/msg/String", QOS_DESCRIPTION)
+        if contacts:
+            self.pub_contacts = T.create_publisher("contacts", "sensor_msgs/msg/JointState", state_qos)
+            self.pub_wrench = T.create_publisher("contact_forces", "geometry_msgs/msg/WrenchStamped", state_qos)
         self.pairs = []
         self.echo = Echo(T, lambda pair, recv_ns: self.pairs.append(pair))
         self.node = None
@@ -131,6 +135,18 @@ class Harness:
     def send_odom(self, stamp_ns, odom):
         p, quat, twist = odom
         self.pub_odom.publish(odometry_msg(self.types, stamp_ns, p, quat, twist))
+        self.spin(0.05)
+
+    def send_contacts(self, stamp_ns, frames, flags=None):
+        """The active contact set (before the joint state it goes with)."""
+        self.pub_contacts.publish(contacts_msg(self.types, stamp_ns, frames, flags))
+        self.spin(0.05)
+
+    def send_forces(self, stamp_ns, forces):
+        """forces: [(frame, f (3 or 6))], one WrenchStamped each."""
+        for frame, f in forces:
+            f = list(f) + [0.0] * (6 - len(f))
+            self.pub_wrench.publish(wrench_msg(self.types, stamp_ns, frame, f[:3], f[3:]))
         self.spin(0.05)
 
     def send(self, stamp_ns, names, s, r, tau=(), odom=None):
