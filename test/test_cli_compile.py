@@ -75,13 +75,30 @@ def test_stale_marker_recompiles_everything(tmp_path):
     checks only a kernel's own file, so a cached pipeline would keep the old code of the kernels it
     holds from other files: the package's cache is dropped and everything compiles again, said."""
     r, _ = _result(_fake(tmp_path / "cache"))
-    for d in r["dirs"]:
+    for d in r["dirs"]:     # what an edit of a kernel file leaves: markers of another cache key
         (pathlib.Path(d) / _jit.MARKER_NAME.format(group="core")).write_text(json.dumps({"key": "other"}))
+        (pathlib.Path(d) / _jit.KEY_MARKER).write_text(json.dumps({"key": "other"}))
     r, err = _result(_fake(tmp_path / "cache"))
     assert r["calls"] == 1 and r["warm"] and "compiling the numba kernels" in err
     assert "[1/1] stand-in stage" in err
     r, err = _result(_fake(tmp_path / "cache"))                     # then warm and silent again
     assert r["calls"] == 0 and err == ""
+
+
+@needs_numba
+def test_quiet_mode_drops_a_stale_cache(tmp_path):
+    """SVA_LINEARIZER_QUIET skips the warm-up, but never runs machine code cached for other
+    sources: a cache of another key is dropped (numba then compiles on first use, silently)."""
+    r, _ = _result(_fake(tmp_path / "cache"))
+    stale = []
+    for d in r["dirs"]:
+        (pathlib.Path(d) / _jit.KEY_MARKER).write_text(json.dumps({"key": "other"}))
+        stale += [p for p in pathlib.Path(d).iterdir() if p.suffix in (".nbi", ".nbc")]
+    assert stale
+    r, err = _result(_fake(tmp_path / "cache", SVA_LINEARIZER_QUIET="1"))
+    assert err == "" and all(not p.exists() for p in stale)
+    assert all(json.loads((pathlib.Path(d) / _jit.KEY_MARKER).read_text())["key"] != "other"
+               for d in r["dirs"])
 
 
 @needs_numba
