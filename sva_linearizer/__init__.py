@@ -15,7 +15,7 @@ from .algorithms.contacts import Contact
 from .algorithms.frames import frame_jacobian, frame_placement, frame_velocity
 from .data import Data
 from .joints import Joint
-from .linearization import Linearization, discretize, linearize, linearize_batch
+from .linearization import Linearization, discretize, linearize, linearize_batch, linearize_flat
 from .model import Inertia, Model
 from .state import State
 
@@ -32,5 +32,5 @@ def load_urdf(path_or_xml, floating_base=True, gravity=(0.0, 0.0, -9.81), valida
 __all__ = [
     "Contact", "Data", "Inertia", "frame_jacobian", "frame_placement", "frame_velocity", "Joint", "Linearization", "Model", "State", "extended_inverse_dynamics",
     "extended_inverse_dynamics_derivatives", "forward_dynamics", "inverse_mass_matrix",
-    "discretize", "linearize", "linearize_batch", "load_urdf", "mass_matrix", "rneamb", "__version__",
+    "discretize", "linearize", "linearize_batch", "linearize_flat", "load_urdf", "mass_matrix", "rneamb", "__version__",
 ]

@@ -354,6 +354,9 @@ def _stage_dynamics(floating):
         sl.extended_inverse_dynamics(m, state, nu_dot)
         sl.extended_inverse_dynamics_derivatives(m, state, nu_dot)
         sl.rneamb(m, state, np.zeros(m.nj))
+        from sva_linearizer.algorithms import articulated_pivots
+
+        articulated_pivots(m, np.zeros(m.nj))      # the check of every URDF model at load time
     return run
 
 

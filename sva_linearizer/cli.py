@@ -1,4 +1,4 @@
-"""Command line: ``sva-linearizer linearize | compile | bench`` (and the ROS node commands from
+"""Command line: ``sva-linearizer linearize | compile | bench | profile`` (and the ROS node commands from
 sva_linearizer.ros: node, demo, bench-node).
 
 ``linearize`` prints the state it used, the meaning of z and w (with the joint order) and a summary
@@ -266,6 +266,9 @@ def build_parser():
     from .bench import add_subcommand as add_bench
 
     add_bench(sub)
+    from .profile import add_subcommand as add_profile
+
+    add_profile(sub)
     try:
         from .ros.cli import add_subcommands
     except ImportError:  # pragma: no cover - the ROS part is optional at import time

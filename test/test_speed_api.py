@@ -175,3 +175,76 @@ def test_bench_command_runs_against_pinocchio(capsys):
     line = [ln for ln in out.splitlines() if ln.startswith("ur5")][0]
     e = float(line.split("|")[-1])
     assert e < 1e-8   # the benchmark also checks that both sides computed the same A and B
+
+
+@pytest.mark.parametrize("floating", [True, False])
+def test_linearize_flat_is_linearize_without_the_objects(floating):
+    """The lean path: the same compiled call, bitwise the same A and B as linearize, read from
+    the caller's flat vectors and written into the Data."""
+    model, st, tau, rng = _tree_state_tau(11, 7, floating)
+    data = sl.Data(model)
+    ref = sl.linearize(model, st, tau)
+    A, B = sl.linearize_flat(model, st.q, st.v, tau, data)
+    assert A is data.A and B is data.B
+    np.testing.assert_array_equal(A, ref.A)
+    np.testing.assert_array_equal(B, ref.B)
+    np.testing.assert_array_equal(data.nu_dot, ref.nu_dot)
+    # lists and strided arrays are copied; a quaternion near unit norm is normalised in the call
+    q = list(st.q)
+    if floating:
+        q[3:7] = [x * (1 + 3e-7) for x in q[3:7]]
+    A2, _ = sl.linearize_flat(model, q, np.repeat(st.v, 2)[::2], list(tau), data)   # strided v: copied
+    assert e_max(A2, ref.A) < 1e-9
+
+
+def test_linearize_flat_checks_its_inputs():
+    model = load_robot("quadruped")
+    data = sl.Data(model)
+    q = np.r_[0, 0, 0, 0, 0, 0, 1, np.zeros(model.nj)]
+    v, tau = np.zeros(model.nv), np.zeros(model.nj)
+    bad = q.copy()
+    bad[8] = np.nan
+    with pytest.raises(ValueError, match="q"):
+        sl.linearize_flat(model, bad, v, tau, data)
+    bad = q.copy()
+    bad[3:7] = (0, 0, 0, 2)
+    with pytest.raises(ValueError, match="quaternion"):
+        sl.linearize_flat(model, bad, v, tau, data)
+    with pytest.raises(ValueError):
+        sl.linearize_flat(model, q[:-1], v, tau, data)
+    with pytest.raises(ValueError, match="another model"):
+        sl.linearize_flat(model, q, v, tau, sl.Data(load_robot("quadruped", floating_base=False)))
+    A, _ = sl.linearize_flat(model, q, v, tau, data)      # still usable after the errors
+    np.testing.assert_array_equal(A, sl.linearize(model, sl.State.from_vectors(model, q, v), tau).A)
+
+
+def test_flop_counter_counts_arithmetic():
+    """The profile's counting float against operation counts done by hand: a dense product of
+    (n x k)(k x m) has n m k multiplications and n m (k - 1) additions."""
+    from sva_linearizer.profile import _COUNT, _counted
+
+    a, b = _counted(np.ones((5, 4))), _counted(np.ones((4, 3)))
+    before = _COUNT[0]
+    c = a.dot(b)
+    assert _COUNT[0] - before == 5 * 3 * 4 + 5 * 3 * 3
+    x = _counted(np.arange(3.0))
+    before = _COUNT[0]
+    y = (np.sin(x[1]) * x[2] + 1.0) / x[2] - x[0]          # 4 operations, a numpy value included
+    assert _COUNT[0] - before == 4 and float(y) == pytest.approx((np.sin(1.0) * 2 + 1) / 2)
+    assert float(c[0, 0]) == 4.0
+
+
+def test_profile_command_counts_and_times_every_stage(capsys):
+    """`sva-linearizer profile`: each stage timed and counted; the matrix-vector stage's count is
+    the hand count 2 nv^2 (nv products and nv sums per row) + nj (S tau - h)."""
+    from sva_linearizer.cli import main
+    from sva_linearizer.profile import STAGES, flops_in_child
+
+    flops = flops_in_child("ur5")
+    nv = 6
+    assert flops["nu_dot"] == 2 * nv * nv + nv
+    assert flops["kernel"] == sum(flops[s] for s in STAGES)
+    assert main(["profile", "ur5", "--reps", "3", "--runs", "2"]) == 0
+    out = capsys.readouterr().out
+    for stage in STAGES + ("dispatch", "Python"):
+        assert any(line.strip().startswith(stage) for line in out.splitlines()), stage

@@ -6,7 +6,7 @@
     overflow.py     naming what overflowed when a result is not finite
 """
 from .batch import linearize_batch, num_threads
-from .continuous import Linearization, linearize
+from .continuous import Linearization, linearize, linearize_flat
 from .discrete import discretize
 
-__all__ = ["Linearization", "discretize", "linearize", "linearize_batch", "num_threads"]
+__all__ = ["Linearization", "discretize", "linearize", "linearize_batch", "linearize_flat", "num_threads"]

@@ -172,6 +172,13 @@ def linearize_entry(ib, fb, q, vel, tau, A, B, dt, Ad, Bd):
     return linearize_state(m, d, q, vel, tau, A, B, dt, Ad, Bd)
 
 
+@njit
+def linearize_entry_ab(ib, fb, q, vel, tau, A, B):
+    """linearize_entry without dt: three arguments fewer for numba to unbox (~0.2 us a call)."""
+    m, d, _ = views(ib, fb)
+    return linearize_state(m, d, q, vel, tau, A, B, 0.0, A, B)
+
+
 def _out_arrays(out, shape_A, shape_B):
     if out is None:
         return np.empty(shape_A), np.empty(shape_B)
@@ -237,7 +244,10 @@ def linearize(model: Model, state: State, tau: ArrayLike, *, data: Data | None =
     try:
         if d.custom:
             fill_custom(d, state.s)
-        status = linearize_entry(d.ib, d.fb, state.q, state.v, tau, A, B, dtv, Ad, Bd)
+        if dt is None:
+            status = linearize_entry_ab(d.ib, d.fb, state.q, state.v, tau, A, B)
+        else:
+            status = linearize_entry(d.ib, d.fb, state.q, state.v, tau, A, B, dtv, Ad, Bd)
         if status != 0:
             raise status_error(model, d, status, state.q, state.v, tau, A, B)
         if data is not None:
@@ -249,3 +259,31 @@ def linearize(model: Model, state: State, tau: ArrayLike, *, data: Data | None =
     if dt is not None:
         lin.dt, lin.Ad, lin.Bd = dt, Ad, Bd
     return lin
+
+
+def linearize_flat(model: Model, q: np.ndarray, v: np.ndarray, tau: np.ndarray, data: Data
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """The lean path of `linearize` for a control loop: flat vectors (q = [p, quaternion x y z w,
+    s], v = [v_lin, w, r] for a floating base, as State.from_vectors takes them) and the caller's
+    Data; returns (A, B), views into data.A and data.B overwritten by the next call on that Data
+    (data.nu_dot, data.Minv, data.D hold the rest). The same compiled call as `linearize` and the
+    same numbers; it skips the State object and the Linearization result. q, v, tau that are
+    already C-contiguous float64 vectors of the right sizes are read in place (copied otherwise);
+    a quaternion within the tolerance of unit norm is normalised (in the call, not in your q), a
+    non-finite or non-unit input raises ValueError naming it, as in `linearize`. One Data per
+    thread: this never allocates, so two threads must not share a Data."""
+    data = get_data(model, data) if data is None or data._arrays is not model.arrays() else data
+    nq, nv, nj = model.nq, model.nv, model.nj
+    if not _is_vector(q, nq):
+        q = as_vector("q", q, nq)
+    if not _is_vector(v, nv):
+        v = as_vector("v", v, nv)
+    if not _is_vector(tau, nj):
+        tau = as_vector("tau", tau, nj)
+    if data.custom:
+        fill_custom(data, q[nq - nj:])
+    A, B = data.A, data.B
+    status = linearize_entry_ab(data.ib, data.fb, q, v, tau, A, B)
+    if status != 0:
+        raise status_error(model, data, status, q, v, tau, A, B)
+    return A, B
