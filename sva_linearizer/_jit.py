@@ -48,13 +48,18 @@ else:
 _DISPATCHERS = []
 
 
+# floating-point contraction only: a * b + c may become one fused multiply-add (one rounding
+# instead of two). No reassociation, and never 'nnan'/'ninf': the finiteness checks rely on NaN.
+FASTMATH = {"contract"}
+
+
 def njit(fn=None, *, parallel=False, inline="never"):
     """Compile in nopython mode with numba's on-disk cache (``@njit``, ``@njit(parallel=True)``,
     ``@njit(inline="always")`` for small helpers of the hot loops), or return `fn` unchanged."""
     def wrap(f):
         if HAVE_NUMBA:
             d = _numba.njit(cache=True, nogil=True, parallel=parallel, inline=inline,
-                            error_model="numpy")(f)
+                            error_model="numpy", fastmath=FASTMATH)(f)
             _DISPATCHERS.append(d)
             return d
         return f

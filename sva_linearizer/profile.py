@@ -17,7 +17,7 @@ Time: each stage runs `reps` times inside one compiled loop on a Data prepared a
 (each stage rereads only what the earlier stages left), so the per-call overhead of Python does
 not enter a stage's figure; the stages that the pipeline runs as one inlined function are timed
 whole and the inner stages subtracted (nu_dot = free_acceleration - EIDAmb bias - IMMAmb;
-assembly = linearize_at - EIDAmb acc - IDSVA). Medians of several runs.
+assembly = linearize_at - EIDAmb acc - IDSVA). Best of several runs.
 
 Floating-point operations: counted, not estimated. A child process runs the same kernels as plain
 Python (SVA_LINEARIZER_NO_JIT=1: the numba-free path is the same source) on buffers of a float
@@ -25,7 +25,8 @@ subclass that counts every +, -, *, / (a fused multiply-add counts 2; comparison
 sqrt and copies count 0), stage by stage in the same decomposition.
 
 Peak: the core's double-precision peak at its nominal clock (/proc/cpuinfo), for a core with two
-FMA units: scalar 4 flop/cycle, and 4 x the SIMD width (AVX-512: 8 doubles, AVX2: 4) for vectors.
+FMA units: scalar 4 flop/cycle, and 4 x the SIMD width in doubles for vectors (Intel AVX-512: 8;
+AVX2, and AMD's AVX-512 before Zen 5, executed as two 256-bit halves: 4).
 """
 from __future__ import annotations
 
@@ -90,7 +91,8 @@ def _decompose(raw):
 
 
 def time_stages(model, reps: int = 200, runs: int = 15, seed: int = 0) -> dict:
-    """Median microseconds per call of each stage, of the whole compiled pipeline ("kernel"), of
+    """Microseconds per call (best of `runs` runs: on a shared machine the least disturbed run is
+    the most reproducible figure) of each stage, of the whole compiled pipeline ("kernel"), of
     numba's dispatch into it and of the Python around it (sl.linearize with data=)."""
     import sva_linearizer as sl
 
@@ -123,12 +125,12 @@ def time_stages(model, reps: int = 200, runs: int = 15, seed: int = 0) -> dict:
         for _ in range(reps):
             sl.linearize(model, state, tau, data=d)
         python.append(1e6 * (time.perf_counter() - t) / reps)
-    raw = {k: float(np.median(x)) for k, x in runs_us.items()}
+    raw = {k: float(np.min(x)) for k, x in runs_us.items()}
     out = _decompose(raw)
     out["kernel"] = raw[7]
-    out["dispatch"] = float(np.median(entry)) - raw[7]
-    out["Python"] = float(np.median(python)) - float(np.median(entry))
-    out["linearize"] = float(np.median(python))
+    out["dispatch"] = float(np.min(entry)) - raw[7]
+    out["Python"] = float(np.min(python)) - float(np.min(entry))
+    out["linearize"] = float(np.min(python))
     return out
 
 
@@ -258,7 +260,8 @@ def machine_peak() -> dict:
                     name = val.strip()
     except OSError:
         pass
-    width = 8 if "avx512f" in flags else 4 if "avx2" in flags else 2
+    amd = "AMD" in name
+    width = 8 if "avx512f" in flags and not amd else 4 if "avx2" in flags else 2
     fma = "fma" in flags
     per_cycle = 4 if fma else 2                     # two FMA units (2 flops each), or add + mul
     return {"cpu": name, "ghz": ghz, "simd_doubles": width,
@@ -316,6 +319,6 @@ def add_subcommand(sub) -> None:
                        description=__doc__.split("\n\n")[0])
     p.add_argument("robots", nargs="*", default=["solo12"], help="robot names (default: solo12)")
     p.add_argument("--reps", type=int, default=200, help="calls per timing run (default 200)")
-    p.add_argument("--runs", type=int, default=15, help="timing runs; medians are printed (default 15)")
+    p.add_argument("--runs", type=int, default=15, help="timing runs; the best is printed (default 15)")
     p.add_argument("--json", metavar="FILE", help="also write the figures to this JSON file")
     p.set_defaults(func=cmd_profile)
