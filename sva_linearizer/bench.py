@@ -7,6 +7,7 @@ ratios (the medians of the times are printed too).
 
 What is timed (both sides from the same flat vectors q, v, tau):
   ours, one state   State.from_vectors + linearize(model, state, tau, data=Data) -> A, B
+  ours, lean        linearize_flat(model, q, v, tau, data) -> A, B (the control-loop path)
   Pinocchio         computeABADerivatives + assembling A, B from its ddq_dq, ddq_dv, Minv (numpy)
   ours, batch       linearize_batch(model, Q, V, TAU) / N (worker threads; "1 thr": on one thread)
   Pinocchio, batch  the one-state call in a Python loop / N (it has no batched API)
@@ -112,8 +113,12 @@ def bench_robot(name, batch=128, repeat=15, number=20, seed=0):
     err = max(float(np.max(np.abs(lin.A - A_p)) / np.mean(np.abs(A_p))),
               float(np.max(np.abs(lin.B - B_p)) / np.mean(np.abs(B_p))))
     sl.linearize_batch(model, Q, V, T)   # compile / warm up
-    single_ours, single_pin, single_ratio = _medians_and_ratio(
-        *_timings_us([ours, theirs], repeat, number))
+    def lean():
+        return sl.linearize_flat(model, q, v, tau, data)
+
+    t_ours, t_lean, t_pin = _timings_us([ours, lean, theirs], repeat, number)
+    single_ours, single_pin, single_ratio = _medians_and_ratio(t_ours, t_pin)
+    lean_ratio = float(np.median(t_lean / t_pin))
 
     def ours_batch():
         sl.linearize_batch(model, Q, V, T)
@@ -146,7 +151,7 @@ def bench_robot(name, batch=128, repeat=15, number=20, seed=0):
             os.environ["SVA_LINEARIZER_NUM_THREADS"] = old
     return {"robot": name, "nv": nv, "e_max_vs_pinocchio": err,
             "single_ours_us": single_ours, "single_pin_us": single_pin,
-            "single_ratio": single_ratio,
+            "single_ratio": single_ratio, "lean_ratio": lean_ratio,
             "batch": batch, "batch_ours_us": batch_ours, "batch_pin_us": batch_pin,
             "batch_ratio": batch_ratio, "batch_1thread_ratio": batch1_ratio,
             "dt_over_continuous": dt_ratio}
@@ -220,7 +225,7 @@ def run(robots=DEFAULT_ROBOTS, batch=128, repeat=15, number=20, cold=True, out=p
     rows = []
     out(f"sva_linearizer vs Pinocchio, same random states, one process; batch of {batch} on "
         f"{num_threads()} thread(s); medians of {repeat} runs, ours and Pinocchio taking turns; ratio = median of the runs' ratios")
-    hdr = (f"{'robot':<10} {'nv':>3} | {'one state: ours':>15} {'pin':>7} {'ratio':>6} | "
+    hdr = (f"{'robot':<10} {'nv':>3} | {'one state: ours':>15} {'pin':>7} {'ratio':>6} {'lean':>6} | "
            f"{'batch/state: ours':>17} {'pin':>7} {'ratio':>6} {'1 thr':>6} | {'dt':>5} | {'1st call warm':>13} "
            f"{'cold':>7} {'pin':>7} | {'peak RSS MB ours':>16} {'pin':>5} | e_max")
     out(hdr)
@@ -237,13 +242,14 @@ def run(robots=DEFAULT_ROBOTS, batch=128, repeat=15, number=20, cold=True, out=p
         r["first_call_cold_s"] = startup(name, "ours", cold=True)["first_call_s"] if cold else float("nan")
         rows.append(r)
         out(f"{name:<10} {r['nv']:>3} | {r['single_ours_us']:>12.1f} us {r['single_pin_us']:>7.1f} "
-            f"{r['single_ratio']:>5.2f}x | {r['batch_ours_us']:>14.1f} us {r['batch_pin_us']:>7.1f} "
+            f"{r['single_ratio']:>5.2f}x {r['lean_ratio']:>5.2f}x | {r['batch_ours_us']:>14.1f} us {r['batch_pin_us']:>7.1f} "
             f"{r['batch_ratio']:>5.2f}x {r['batch_1thread_ratio']:>5.2f}x | {r['dt_over_continuous']:>4.2f}x | "
             f"{r['first_call_warm_s']:>11.3f} s {r['first_call_cold_s']:>5.1f} s "
             f"{r['first_call_pin_s']:>5.4f} s | {r['peak_rss_ours_mb']:>16.0f} {r['peak_rss_pin_mb']:>5.0f} | "
             f"{r['e_max_vs_pinocchio']:.1e}")
     out("one state: from flat vectors to A and B (ours: State.from_vectors + linearize with a "
-        "reused Data; Pinocchio: computeABADerivatives + assembling A, B). batch/state: "
+        "reused Data; lean: linearize_flat(model, q, v, tau, data), no State or result object; "
+        "Pinocchio: computeABADerivatives + assembling A, B). batch/state: "
         "linearize_batch / N vs Pinocchio in a Python loop / N (1 thr: the batch on one thread). "
         "dt: one state with dt (A, B and Ad, Bd) over one state without. 1st call: in a fresh process, "
         "after imports and model loading (warm: numba cache present; cold: empty cache, i.e. "
