@@ -161,10 +161,12 @@ def contact_rows(m, d, q, k, XF, R_f, p_f, dim, wa, kp, kd, e, JL, vel, nu_dot, 
     pose R, p, J, Jq (frames.frame_motion), the constraint rows Jc (dim x nv), the residual r (dim,)
     in the contact's reference frame and with derivatives dr = dr/dz at fixed nu_dot (dim x 2nv;
     module docstring). e: the Baumgarte error (zero without an anchor), JL: Jlog6(e) (6d).
+    With derivatives R, p are not recomputed: the pipeline's pass at nu_dot = 0 (same q) set them.
     As frame_motion, only the frame's active columns of J, Jq, ..., dr are written (the others
     are zero in the set's buffer and stay so); inlined into set_rows (one compiled call per set)."""
     nv = m.nv
-    frame_pose_c(m, d, q, k, R_f, p_f, R, p)
+    if not derivatives:             # with derivatives: the pose of the pass before, same q
+        frame_pose_c(m, d, q, k, R_f, p_f, R, p)
     ncol = frame_motion(m, d, k, XF, vel, nu_dot, derivatives, J, Jq, dvq, daq, dan, a, cols)
     vF = d.t6[6]                                                 # scratch rows of the workspace
     for i in range(6):
@@ -284,33 +286,35 @@ def set_rows(m, d, q, vel, nu_dot, derivatives, ipar, par, offs, buf, cols):
                      nu_dot, derivatives, R, p, J, Jq, dvq, daq, dan, a, cols[i], Jc, r, dr)
 
 
-@njit(inline="always")
-def set_wrench(m, d, ipar, par, offs, buf, cols, lam, add_fext, E):
-    """contact_wrench for every contact of a set (after set_rows at the state), lam stacked."""
+@njit
+def set_wrench(nv, fext, w, ipar, par, offs, buf, cols, lam, add_fext, E):
+    """contact_wrench for every contact of a set (after set_rows at the state), lam stacked; fext:
+    the workspace's d.fext, w: a 6-vector of scratch (the arrays it needs, not the whole (m, d):
+    cheap to call)."""
     o = 0
     for i in range(ipar.shape[0]):
         dim = ipar[i, 1]
-        R, p, J, Jq, dvq, daq, dan, a, Jc, r, dr = _carve_terms(m.nv, dim, buf[offs[i]:])
-        contact_wrench(m, d, ipar[i, 0], par[i, 0:36].reshape((6, 6)), dim, ipar[i, 2] != 0, R, J, Jq,
-                       lam[o:o + dim], add_fext, E, cols[i], ipar[i, 3])
+        R, p, J, Jq, dvq, daq, dan, a, Jc, r, dr = _carve_terms(nv, dim, buf[offs[i]:])
+        contact_wrench(nv, fext, w, ipar[i, 0], par[i, 0:36].reshape((6, 6)), dim, ipar[i, 2] != 0, R, J,
+                       Jq, lam[o:o + dim], add_fext, E, cols[i], ipar[i, 3])
         o += dim
 
 
-@njit(inline="always")
-def set_gather(m, ipar, offs, buf, what, out):
+@njit
+def set_gather(nv, ipar, offs, buf, what, out):
     """The set's Jc (what 0, m x nv), r (1, m x 1) or dr (2, m x 2nv), stacked into out."""
     o = 0
     for i in range(ipar.shape[0]):
         dim = ipar[i, 1]
-        R, p, J, Jq, dvq, daq, dan, a, Jc, r, dr = _carve_terms(m.nv, dim, buf[offs[i]:])
+        R, p, J, Jq, dvq, daq, dan, a, Jc, r, dr = _carve_terms(nv, dim, buf[offs[i]:])
         for rr in range(dim):
             if what == 0:
-                for c in range(m.nv):
+                for c in range(nv):
                     out[o + rr, c] = Jc[rr, c]
             elif what == 1:
                 out[o + rr, 0] = r[rr]
             else:
-                for c in range(2 * m.nv):
+                for c in range(2 * nv):
                     out[o + rr, c] = dr[rr, c]
         o += dim
 
@@ -408,14 +412,12 @@ def _jlog6(e):
 
 
 @njit(inline="always")
-def contact_wrench(m, d, k, XF, dim, wa, R, J, Jq, f, add_fext, E, cols, ncol):
+def contact_wrench(nv, fext, w, k, XF, dim, wa, R, J, Jq, f, add_fext, E, cols, ncol):
     """A contact force f (dim,) in its reference frame as the wrench w_F = [f; tau] in F's axes
-    (rotated back by R^T for world_aligned). add_fext: d.fext[k] += ^F X_k^T w_F (EIDAmb's external
+    (rotated back by R^T for world_aligned; w: 6 scratch). add_fext: fext[k] += ^F X_k^T w_F (EIDAmb's external
     force). E (nv x nv, or 0 x 0): for world_aligned, E -= J_F^T d(w_F)/dz_q with
     d(R^T x) = [R^T x]^ Jq_ang z_q: the term EIDAmb's derivatives (force fixed in the body) miss.
     J and Jq vanish outside the frame's active columns cols[:ncol], and so does E's block."""
-    nv = m.nv
-    w = d.t6[3]                                                  # scratch row
     for i in range(6):
         w[i] = 0.0
     for b in range(0, dim, 3):
@@ -426,7 +428,7 @@ def contact_wrench(m, d, k, XF, dim, wa, R, J, Jq, f, add_fext, E, cols, ncol):
             acc = 0.0
             for l in range(6):
                 acc += XF[l, i] * w[l]
-            d.fext[k, i] += acc
+            fext[k, i] += acc
     if wa and E.shape[0] == nv:
         for qc in range(ncol):
             c = cols[qc]

@@ -122,7 +122,7 @@ def frame_pose(d, state, fr: FrameRef):
     return R, p
 
 
-@njit(inline="always")
+@njit
 def _x_cols(X, M, cols, lo, hi):
     """M[:, c] = X M[:, c] for the active columns c = cols[lo:hi] of a 6 x nv M (X held in locals:
     the compiler cannot tell that the stores leave it unchanged)."""
@@ -143,7 +143,7 @@ def _x_cols(X, M, cols, lo, hi):
         M[5, c] = x50 * t0 + x51 * t1 + x52 * t2 + x53 * t3 + x54 * t4 + x55 * t5
 
 
-@njit(inline="always")
+@njit
 def _cross_col(l0, l1, l2, w0, w1, w2, M, c, out, oc, sign):
     """out[:, oc] += sign * (v x M[:, c]) for the motion v = [l; w] (spatial_ops.cross_m on
     matrix columns, without column views)."""

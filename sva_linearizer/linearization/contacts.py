@@ -74,7 +74,7 @@ def _chol_inverse(L, Kinv):
             Kinv[i, c] = acc / L[i, i]
 
 
-@njit(inline="always")
+@njit
 def _rows_dot(ipar, cols, Jc, X, out):
     """out = Jc X for a set's stacked rows Jc (m x nv), which vanish outside each contact's active
     columns cols[i, :ipar[i, 3]] (the base's and the frame's path: frames.frame_motion)."""
@@ -112,7 +112,7 @@ def workspace_size(nv: int, n: int, mc: int, mf: int) -> int:
     return sum(r * c for r, c in _ws_shapes(nv, n, mc, mf))
 
 
-@njit(inline="always")
+@njit
 def _take(ws, o, shape):
     return ws[o:o + shape[0] * shape[1]].reshape(shape), o + shape[0] * shape[1]
 
@@ -178,15 +178,15 @@ def contacts_pipeline(m, d, q, vel, tau, fi, fp, fo, fbuf, fcols, fvec, ci, cp, 
         zero[i] = 0.0
     if mf > 0:
         set_rows(m, d, q, vel, zero, False, fi, fp, fo, fbuf, fcols)   # poses and Jacobians only
-        set_wrench(m, d, fi, fp, fo, fbuf, fcols, fvec, True, noE)
+        set_wrench(nv, d.fext, d.t6[3], fi, fp, fo, fbuf, fcols, fvec, True, noE)
     status = free_acceleration(m, d, vel, tau)
     if status != 0:
         return status
     Minv, nu = d.Minv, d.nu_dot
     if mc > 0:
         set_rows(m, d, q, vel, zero, False, ci, cp, co, cbuf, ccols)
-        set_gather(m, ci, co, cbuf, 0, Jc)
-        set_gather(m, ci, co, cbuf, 1, r0)
+        set_gather(nv, ci, co, cbuf, 0, Jc)
+        set_gather(nv, ci, co, cbuf, 1, r0)
         for i in range(nv):
             zero[i] = nu[i]                                      # V1 := nu_free (done with zero)
         _rows_dot(ci, ccols, Jc, Minv, YT)                       # Y^T = Jc Minv (Minv symmetric)
@@ -213,7 +213,7 @@ def contacts_pipeline(m, d, q, vel, tau, fi, fp, fo, fbuf, fcols, fvec, ci, cp, 
             for r in range(mc):
                 acc += Y[i, r] * lam[r]
             nu[i] += acc
-        set_wrench(m, d, ci, cp, co, cbuf, ccols, lam, True, noE)
+        set_wrench(nv, d.fext, d.t6[3], ci, cp, co, cbuf, ccols, lam, True, noE)
     if not linearize:
         return 0
     status = linearize_at(m, d, vel, A, B0, 0.0, A, B0)
@@ -233,22 +233,22 @@ def contacts_pipeline(m, d, q, vel, tau, fi, fp, fo, fbuf, fcols, fvec, ci, cp, 
             for c in range(nv):
                 E[i, c] = 0.0
         if mf > 0:
-            set_wrench(m, d, fi, fp, fo, fbuf, fcols, fvec, False, E)
+            set_wrench(nv, d.fext, d.t6[3], fi, fp, fo, fbuf, fcols, fvec, False, E)
         if mc > 0:
-            set_wrench(m, d, ci, cp, co, cbuf, ccols, lam, False, E)
+            set_wrench(nv, d.fext, d.t6[3], ci, cp, co, cbuf, ccols, lam, False, E)
         np.dot(Minv, E, ME)
         for i in range(nv):
             for c in range(nv):
                 G[i, c] += ME[i, c]
     if mf > 0:                                                   # B_f = Minv Jf^T
-        set_gather(m, fi, fo, fbuf, 0, Jf)
+        set_gather(nv, fi, fo, fbuf, 0, Jf)
         _rows_dot(fi, fcols, Jf, Minv, BfT)
         for i in range(nv):
             for j in range(mf):
                 Bf[i, j] = BfT[j, i]
     if mc > 0:
         set_rows(m, d, q, vel, nu, True, ci, cp, co, cbuf, ccols)
-        set_gather(m, ci, co, cbuf, 2, Ar)
+        set_gather(nv, ci, co, cbuf, 2, Ar)
         _rows_dot(ci, ccols, Jc, G, R2)                          # Jc G - Ar
         for r in range(mc):
             for c in range(nx):
