@@ -221,3 +221,39 @@ def test_bench_contact_rows_run_against_pinocchio(capsys):
     for robot in ("solo12", "talos"):
         line = [ln for ln in out.splitlines() if ln.startswith(robot)][0]
         assert float(line.split("|")[-1]) < 1e-8, line
+
+
+def test_contact_batches_from_threads_are_exact():
+    """linearize_batch with contacts (compiled chunks on the worker threads, a plan per thread's
+    Data) from several threads at once gives exactly the state-by-state linearize results."""
+    import threading
+
+    rng = np.random.default_rng(17)
+    model = random_tree(rng, n=14, floating_base=True)
+    sts = [random_state(model, rng) for _ in range(12)]
+    Q, V = np.stack([s.q for s in sts]), np.stack([s.v for s in sts])
+    T = rng.normal(size=(12, model.nj))
+    sets = [[sl.Contact("j13", "6d", "world_aligned", baumgarte=(0.0, 2.0))],
+            [sl.Contact("j6", "point", "local", baumgarte=(4.0, 1.0)), sl.Contact("j9", "point", "world_aligned")]]
+    F = rng.normal(size=(12, 3))
+    fc = sl.Contact("j4", "point", "world_aligned")
+    ref = [[sl.linearize(model, s, T[i], contacts=cs, forces=[(fc, F[i])]) for i, s in enumerate(sts)] for cs in sets]
+    out, errors = {}, []
+    barrier = threading.Barrier(4)
+
+    def work(t):
+        try:
+            barrier.wait()
+            for _ in range(3):
+                out[t] = sl.linearize_batch(model, Q, V, T, contacts=sets[t % 2], forces=[(fc, F)])
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors, errors
+    for t, (A, B) in out.items():
+        for i, lin in enumerate(ref[t % 2]):
+            assert np.array_equal(A[i], lin.A) and np.array_equal(B[i], lin.B), (t, i)
