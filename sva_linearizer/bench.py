@@ -15,6 +15,7 @@ What is timed (both sides from the same flat vectors q, v, tau):
 """
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -157,6 +158,166 @@ def bench_robot(name, batch=128, repeat=15, number=20, seed=0):
             "dt_over_continuous": dt_ratio}
 
 
+# Contact rows (issue 11): per robot, its feet as the contacts. Quadrupeds stand on four point
+# feet (world-aligned, Pinocchio CONTACT_3D LOCAL_WORLD_ALIGNED), humanoids on two 6d soles (local,
+# CONTACT_6D LOCAL). Baumgarte (Kp, Kd) = (0, CONTACT_KD): the Kd term is exercised on both sides,
+# and with Kp = 0 the anchor (each state's own frame pose for ours) does not enter the numbers.
+CONTACT_FEET = {
+    "solo12": (("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT"), "point", "world_aligned"),
+    "anymal_c": (("LF_FOOT", "LH_FOOT", "RF_FOOT", "RH_FOOT"), "point", "world_aligned"),
+    "hyq": (("lf_foot", "lh_foot", "rf_foot", "rh_foot"), "point", "world_aligned"),
+    "talos": (("left_sole_link", "right_sole_link"), "6d", "local"),
+    "g1_29dof": (("left_ankle_roll_link", "right_ankle_roll_link"), "6d", "local"),
+}
+DEFAULT_CONTACT_ROBOTS = ("solo12", "anymal_c", "talos")
+CONTACT_KD = 2.0
+
+
+def _pin_contacts(pin, pm, feet, kind, reference):
+    """Pinocchio's RigidConstraintModels for the feet (joint2 = the world; with Kp = 0 its
+    placement does not matter) and a function (q, v, tau) -> (A, B, forces, dforces_dz,
+    dforces_dtau) on one Data kept for all calls (initConstraintDynamics once, as a user would)."""
+    ctype = pin.ContactType.CONTACT_3D if kind == "point" else pin.ContactType.CONTACT_6D
+    rf = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED if reference == "world_aligned" else pin.ReferenceFrame.LOCAL
+    cms = pin.StdVec_RigidConstraintModel()
+    for f in feet:
+        fr = pm.frames[pm.getFrameId(f)]
+        cm = pin.RigidConstraintModel(ctype, pm, fr.parentJoint, fr.placement, 0, pin.SE3.Identity(), rf)
+        cm.m_baumgarte_parameters.Kp = 0.0
+        cm.m_baumgarte_parameters.Kd = CONTACT_KD
+        cms.append(cm)
+    pd = pm.createData()
+    cds = pin.StdVec_RigidConstraintData()
+    for cm in cms:
+        cds.append(cm.createData())
+    pin.initConstraintDynamics(pm, pd, cms, cds)
+    nv = pm.nv
+    floating = pm.joints[1].shortname() == "JointModelFreeFlyer"
+    off = 6 if floating else 0
+    nj = nv - off
+    eye = np.eye(nv)
+    zeros_tau = np.zeros(off)
+
+    def pin_contact_linearize(q, v, tau):
+        """constraintDynamics + computeConstraintDynamicsDerivatives + assembling A, B (numpy)."""
+        pin.constraintDynamics(pm, pd, q, v, np.concatenate([zeros_tau, tau]), cms, cds)
+        ddq_dq, ddq_dv, ddq_dtau, dl_dq, dl_dv, dl_dtau = pin.computeConstraintDynamicsDerivatives(
+            pm, pd, cms, cds)
+        A = np.zeros((2 * nv, 2 * nv))
+        A[:nv, nv:] = eye
+        if off:
+            A[0:6, 0:6] = -pin.Motion(v[0:6]).action           # -ad(v), linear-angular
+        A[nv:, :nv] = ddq_dq
+        A[nv:, nv:] = ddq_dv
+        B = np.zeros((2 * nv, nj))
+        B[nv:] = ddq_dtau[:, off:]
+        return A, B, pd.lambda_c.copy(), np.hstack([dl_dq, dl_dv]), dl_dtau[:, off:].copy()
+
+    return pin_contact_linearize
+
+
+def bench_contacts_robot(name, batch=128, repeat=15, number=20, seed=0):
+    """One robot's contact figures (dict): ours = State.from_vectors + linearize(contacts=, data=)
+    -> A, B, forces, dforces_dz, dforces_dtau; Pinocchio = constraintDynamics +
+    computeConstraintDynamicsDerivatives + assembling A, B (numpy); batch: linearize_batch(contacts=)
+    / N vs Pinocchio in a Python loop / N. Same random states (those where neither side's contact
+    solve fails); e_max over A, B, the forces and their derivatives, on every state used."""
+    import sva_linearizer as sl
+    from sva_linearizer.robots import load_robot, robot_urdf_path
+
+    if name not in CONTACT_FEET:
+        raise ValueError(f"bench --contacts: no feet defined for robot '{name}' (known: "
+                         f"{', '.join(CONTACT_FEET)})")
+    feet, kind, reference = CONTACT_FEET[name]
+    model = load_robot(name)
+    pin, pm, _ = _pinocchio(robot_urdf_path(name), model.floating_base, model)
+    contacts = [sl.Contact(f, kind, reference, baumgarte=(0.0, CONTACT_KD)) for f in feet]
+    theirs_fn = _pin_contacts(pin, pm, feet, kind, reference)
+    data = sl.Data(model)
+    Qr, Vr, Tr = random_states(model, 4 * batch, seed)
+    keep, err = [], 0.0
+    for i in range(Qr.shape[0]):           # states both sides can solve (K well-conditioned)
+        try:
+            lin = sl.linearize(model, sl.State.from_vectors(model, Qr[i], Vr[i]), Tr[i],
+                               contacts=contacts, data=data)
+            ref = theirs_fn(Qr[i], Vr[i], Tr[i])
+        except (ValueError, RuntimeError):
+            continue
+        mine = (lin.A, lin.B, lin.forces, lin.dforces_dz, lin.dforces_dtau)
+        if not all(np.all(np.isfinite(x)) for x in ref):
+            continue
+        err = max(err, max(float(np.max(np.abs(x - y)) / max(np.mean(np.abs(y)), 1e-300))
+                           for x, y in zip(mine, ref)))
+        keep.append(i)
+        if len(keep) == batch:
+            break
+    if not keep:
+        raise RuntimeError(f"bench --contacts: no state of {name} that both sides solve")
+    Q, V, T = Qr[keep], Vr[keep], Tr[keep]
+    n = len(keep)
+    q, v, tau = Q[0], V[0], T[0]
+
+    def ours():
+        lin = sl.linearize(model, sl.State.from_vectors(model, q, v), tau, contacts=contacts, data=data)
+        return lin.A, lin.B, lin.forces, lin.dforces_dz, lin.dforces_dtau
+
+    def theirs():
+        return theirs_fn(q, v, tau)
+
+    def ours_batch():
+        sl.linearize_batch(model, Q, V, T, contacts=contacts)
+
+    def pin_batch():
+        for i in range(n):
+            theirs_fn(Q[i], V[i], T[i])
+
+    OA, OB = sl.linearize_batch(model, Q, V, T, contacts=contacts)
+    for i in range(n):                       # the batch's A, B against Pinocchio's too
+        A_p, B_p = theirs_fn(Q[i], V[i], T[i])[:2]
+        err = max(err, float(np.max(np.abs(OA[i] - A_p)) / np.mean(np.abs(A_p))),
+                  float(np.max(np.abs(OB[i] - B_p)) / np.mean(np.abs(B_p))))
+    single_ours, single_pin, single_ratio = _medians_and_ratio(
+        *_timings_us([ours, theirs], repeat, number))
+    nb = max(1, number // 10)
+    batch_ours, batch_pin, batch_ratio = _medians_and_ratio(
+        *_timings_us([ours_batch, pin_batch], repeat, nb), per=n)
+    return {"robot": name, "nv": model.nv, "contacts": f"{len(feet)} x {kind} ({reference})",
+            "m": sum(c.dim for c in contacts), "e_max_vs_pinocchio": err,
+            "single_ours_us": single_ours, "single_pin_us": single_pin, "single_ratio": single_ratio,
+            "batch": n, "batch_ours_us": batch_ours, "batch_pin_us": batch_pin,
+            "batch_ratio": batch_ratio}
+
+
+def run_contacts(robots=DEFAULT_CONTACT_ROBOTS, batch=128, repeat=15, number=20, out=print):
+    """The contact rows (bench_contacts_robot per robot), printed as a table of their own."""
+    try:
+        import pinocchio  # noqa: F401
+    except ImportError:
+        raise ValueError("bench needs Pinocchio as the reference: pip install pin "
+                         "example-robot-data (or '.[test]')") from None
+    from sva_linearizer.linearization import num_threads
+
+    out(f"with contacts (rigid, KKT): linearize(contacts=) vs Pinocchio constraintDynamics + "
+        f"computeConstraintDynamicsDerivatives + A, B; batch of up to {batch} on {num_threads()} thread(s)")
+    hdr = (f"{'robot':<10} {'nv':>3} {'contacts':<24} {'m':>3} | {'one state: ours':>15} {'pin':>7} "
+           f"{'ratio':>6} | {'batch/state: ours':>17} {'pin':>7} {'ratio':>6} | e_max")
+    out(hdr)
+    out("-" * len(hdr))
+    rows = []
+    for name in robots:
+        r = bench_contacts_robot(name, batch=batch, repeat=repeat, number=number)
+        rows.append(r)
+        out(f"{name:<10} {r['nv']:>3} {r['contacts']:<24} {r['m']:>3} | {r['single_ours_us']:>12.1f} us "
+            f"{r['single_pin_us']:>7.1f} {r['single_ratio']:>5.2f}x | {r['batch_ours_us']:>14.1f} us "
+            f"{r['batch_pin_us']:>7.1f} {r['batch_ratio']:>5.2f}x | {r['e_max_vs_pinocchio']:.1e}")
+    out("one state: ours = State.from_vectors + linearize(contacts=, data=Data) -> A, B, forces, "
+        f"dforces_dz, dforces_dtau; Pinocchio = constraintDynamics + computeConstraintDynamicsDerivatives "
+        f"+ assembling A, B (numpy), one Data reused. Baumgarte (Kp, Kd) = (0, {CONTACT_KD}). batch/state: "
+        "linearize_batch(contacts=) / N vs Pinocchio in a Python loop / N. e_max = max|ours - Pinocchio| "
+        "/ mean|Pinocchio| over A, B, forces, dforces_dz, dforces_dtau (and the batch's A, B), every state.")
+    return rows
+
+
 _STARTUP = r"""
 import json, resource, sys, time
 t0 = time.perf_counter()
@@ -267,6 +428,12 @@ def add_subcommand(sub):
     bp.add_argument("--repeat", type=int, default=15, help="timing runs per figure (median)")
     bp.add_argument("--no-cold", action="store_true",
                     help="skip the cold-start measurement (it compiles everything, ~1 min)")
+    bp.add_argument("--contacts", action=argparse.BooleanOptionalAction, default=True,
+                    help="also the contact rows (rigid contacts on the feet vs Pinocchio's "
+                         "constraintDynamics + derivatives; default: on)")
+    bp.add_argument("--contact-robots", default=",".join(DEFAULT_CONTACT_ROBOTS),
+                    help=f"robots of the contact rows (default: %(default)s; known: {', '.join(CONTACT_FEET)})")
+    bp.add_argument("--only-contacts", action="store_true", help="the contact rows alone")
     bp.add_argument("--json", help="also write the figures to this JSON file")
     bp.set_defaults(func=cmd_bench)
 
@@ -275,7 +442,14 @@ def cmd_bench(args):
     robots = [r.strip() for r in args.robots.split(",") if r.strip()]
     if args.batch < 1:
         raise ValueError("--batch must be >= 1")
-    rows = run(robots, batch=args.batch, repeat=args.repeat, cold=not args.no_cold)
+    rows = [] if args.only_contacts else run(robots, batch=args.batch, repeat=args.repeat,
+                                             cold=not args.no_cold)
+    if args.contacts or args.only_contacts:
+        crobots = [r.strip() for r in args.contact_robots.split(",") if r.strip()]
+        if not args.only_contacts:
+            print()
+        contact_rows = run_contacts(crobots, batch=args.batch, repeat=args.repeat)
+        rows = rows + [dict(r, section="contacts") for r in contact_rows]
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(rows, fh, indent=2)

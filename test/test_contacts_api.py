@@ -166,3 +166,94 @@ def test_contacts_pure_python_path_gives_the_same_numbers():
     for key in ("A", "B", "f", "dz"):
         X, Y = np.array(results["0"][key]), np.array(results["1"][key])
         assert np.max(np.abs(X - Y)) <= 1e-10 * max(1.0, np.abs(Y).max()), key
+
+
+def test_contact_plans_reused_across_sets_states_and_forces():
+    """One Data keeps a plan (packed contacts, workspace) per contact set: alternating sets, states
+    that change between calls, new lists of the same Contacts and new input-force values give
+    exactly what a fresh Data gives; a bad force on a known plan is still named; Data.copy()
+    does not share the plans."""
+    rng = np.random.default_rng(21)
+    model = random_tree(rng, n=14, floating_base=True)
+    states = [random_state(model, rng) for _ in range(3)]
+    taus = [rng.normal(size=model.nj) for _ in range(3)]
+    c6 = sl.Contact("j13", "6d", "world_aligned", baumgarte=(3.0, 1.0))
+    cp = sl.Contact("j6", "point", "local", offset=(0.1, 0.0, 0.0), baumgarte=(0.0, 2.0))
+    cw = sl.Contact("j9", "point", "world_aligned")
+    cf = sl.Contact("j4", "6d", "world_aligned", offset=(0.0, 0.02, 0.0))
+    calls = [dict(contacts=[c6]), dict(contacts=[cp, cw]), dict(contacts=[cw, cp]),
+             dict(contacts=[cp], forces=[(cf, rng.normal(size=6))]),
+             dict(contacts=[cp], forces=[(cf, rng.normal(size=6))]), dict(forces=[(cw, rng.normal(size=3))]),
+             dict(contacts=[c6], generator=True)]
+    d = sl.Data(model)
+    for k in range(3 * len(calls)):
+        kw = dict(calls[k % len(calls)])
+        i = (k * 5) % 3
+        mine_kw = dict(kw)
+        if mine_kw.pop("generator", False):
+            kw.pop("generator")
+            mine_kw["contacts"] = (c for c in kw["contacts"])     # a new generator each time
+        mine = sl.linearize(model, states[i], taus[i], data=d, **mine_kw)
+        ref = sl.linearize(model, states[i], taus[i], data=sl.Data(model), **kw)
+        for name in ("A", "B", "nu_dot", "forces", "dforces_dz", "dforces_dtau"):
+            X, Y = getattr(mine, name), getattr(ref, name)
+            assert (X is None and Y is None) or np.array_equal(X, Y), (k, name)
+    with pytest.raises(ValueError, match="force must be 6 finite numbers"):
+        sl.linearize(model, states[0], taus[0], contacts=[cp], forces=[(cf, np.ones(5))], data=d)
+    with pytest.raises(ValueError, match="force must be 6 finite numbers"):
+        sl.linearize(model, states[0], taus[0], contacts=[cp], forces=[(cf, [np.nan] * 6)], data=d)
+    d2 = d.copy()
+    assert "_contact_sets" not in d2.__dict__
+    lin2 = sl.linearize(model, states[1], taus[1], contacts=[cp, cw], data=d2)
+    lin1 = sl.linearize(model, states[1], taus[1], contacts=[cp, cw], data=d)
+    assert np.array_equal(lin1.A, lin2.A) and np.array_equal(lin1.dforces_dz, lin2.dforces_dz)
+
+
+def test_bench_contact_rows_run_against_pinocchio(capsys):
+    """`sva-linearizer bench --only-contacts`: a row per robot, both sides computing the same A, B,
+    forces and derivatives (its e_max column)."""
+    pytest.importorskip("pinocchio")
+    from sva_linearizer.cli import main
+
+    assert main(["bench", "--only-contacts", "--contact-robots", "solo12,talos", "--batch", "3",
+                 "--repeat", "1"]) == 0
+    out = capsys.readouterr().out
+    for robot in ("solo12", "talos"):
+        line = [ln for ln in out.splitlines() if ln.startswith(robot)][0]
+        assert float(line.split("|")[-1]) < 1e-8, line
+
+
+def test_contact_batches_from_threads_are_exact():
+    """linearize_batch with contacts (compiled chunks on the worker threads, a plan per thread's
+    Data) from several threads at once gives exactly the state-by-state linearize results."""
+    import threading
+
+    rng = np.random.default_rng(17)
+    model = random_tree(rng, n=14, floating_base=True)
+    sts = [random_state(model, rng) for _ in range(12)]
+    Q, V = np.stack([s.q for s in sts]), np.stack([s.v for s in sts])
+    T = rng.normal(size=(12, model.nj))
+    sets = [[sl.Contact("j13", "6d", "world_aligned", baumgarte=(0.0, 2.0))],
+            [sl.Contact("j6", "point", "local", baumgarte=(4.0, 1.0)), sl.Contact("j9", "point", "world_aligned")]]
+    F = rng.normal(size=(12, 3))
+    fc = sl.Contact("j4", "point", "world_aligned")
+    ref = [[sl.linearize(model, s, T[i], contacts=cs, forces=[(fc, F[i])]) for i, s in enumerate(sts)] for cs in sets]
+    out, errors = {}, []
+    barrier = threading.Barrier(4)
+
+    def work(t):
+        try:
+            barrier.wait()
+            for _ in range(3):
+                out[t] = sl.linearize_batch(model, Q, V, T, contacts=sets[t % 2], forces=[(fc, F)])
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors, errors
+    for t, (A, B) in out.items():
+        for i, lin in enumerate(ref[t % 2]):
+            assert np.array_equal(A[i], lin.A) and np.array_equal(B[i], lin.B), (t, i)

@@ -154,25 +154,35 @@ def _cross3(a0, a1, a2, b0, b1, b2):
     return a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0
 
 
-@njit
+@njit(inline="always")
 def contact_rows(m, d, q, k, XF, R_f, p_f, dim, wa, kp, kd, e, JL, vel, nu_dot, derivatives,
                  R, p, J, Jq, dvq, daq, dan, a, cols, Jc, r, dr):
     """One contact at (q, vel, nu_dot), after the kinematics and EIDAmb's velocities: the frame's
     pose R, p, J, Jq (frames.frame_motion), the constraint rows Jc (dim x nv), the residual r (dim,)
     in the contact's reference frame and with derivatives dr = dr/dz at fixed nu_dot (dim x 2nv;
-    module docstring). e: the Baumgarte error (zero without an anchor), JL: Jlog6(e) (6d)."""
+    module docstring). e: the Baumgarte error (zero without an anchor), JL: Jlog6(e) (6d).
+    With derivatives R, p are not recomputed: the pipeline's pass at nu_dot = 0 (same q) set them.
+    As frame_motion, only the frame's active columns of J, Jq, ..., dr are written (the others
+    are zero in the set's buffer and stay so); inlined into set_rows (one compiled call per set)."""
     nv = m.nv
-    frame_pose_c(m, d, q, k, R_f, p_f, R, p)
+    if not derivatives:             # with derivatives: the pose of the pass before, same q
+        frame_pose_c(m, d, q, k, R_f, p_f, R, p)
     ncol = frame_motion(m, d, k, XF, vel, nu_dot, derivatives, J, Jq, dvq, daq, dan, a, cols)
-    vF = np.zeros(6)
+    vF = d.t6[6]                                                 # scratch rows of the workspace
+    for i in range(6):
+        vF[i] = 0.0
     for qq in range(ncol):
         c = cols[qq]
         for i in range(6):
             vF[i] += J[i, c] * vel[c]
-    rl = np.zeros(6)
-    for i in range(dim):
-        for c in range(2 * nv):
-            dr[i, c] = 0.0
+    rl = d.t6[5]
+    for i in range(6):
+        rl[i] = 0.0
+    if derivatives:
+        for i in range(dim):
+            for qq in range(ncol):
+                dr[i, cols[qq]] = 0.0
+                dr[i, nv + cols[qq]] = 0.0
     if dim == 3:
         w0, w1, w2 = _cross3(vF[3], vF[4], vF[5], vF[0], vF[1], vF[2])
         rl[0] = a[0] + w0 + kd * vF[0] + kp * e[0]
@@ -210,20 +220,21 @@ def contact_rows(m, d, q, k, XF, R_f, p_f, dim, wa, kp, kd, e, JL, vel, nu_dot, 
         r[i] = rl[i]
     if wa:
         # r = R r_l (each 3-block); d(R x) = R dx - R [x]^ Jq_ang z_q
-        t = np.empty(3)
+        t = d.t6[4]
         for b in range(0, dim, 3):
             for qq in range(ncol):
                 c = cols[qq]
-                for cc in (c, nv + c):
-                    for i in range(3):
-                        t[i] = dr[b + i, cc]
-                    if cc == c and derivatives:
-                        x0, x1, x2 = _cross3(rl[b], rl[b + 1], rl[b + 2], Jq[3, c], Jq[4, c], Jq[5, c])
-                        t[0] -= x0
-                        t[1] -= x1
-                        t[2] -= x2
-                    for i in range(3):
-                        dr[b + i, cc] = R[i, 0] * t[0] + R[i, 1] * t[1] + R[i, 2] * t[2]
+                if derivatives:
+                    for cc in (c, nv + c):
+                        for i in range(3):
+                            t[i] = dr[b + i, cc]
+                        if cc == c:
+                            x0, x1, x2 = _cross3(rl[b], rl[b + 1], rl[b + 2], Jq[3, c], Jq[4, c], Jq[5, c])
+                            t[0] -= x0
+                            t[1] -= x1
+                            t[2] -= x2
+                        for i in range(3):
+                            dr[b + i, cc] = R[i, 0] * t[0] + R[i, 1] * t[1] + R[i, 2] * t[2]
                 for i in range(3):
                     t[i] = Jc[b + i, c]
                 for i in range(3):
@@ -264,7 +275,7 @@ def terms_size(nv: int, dim: int) -> int:
 
 @njit
 def set_rows(m, d, q, vel, nu_dot, derivatives, ipar, par, offs, buf, cols):
-    """contact_rows for every contact of a set: ipar[i] = [k, dim, world_aligned], par[i] = [XF (36),
+    """contact_rows for every contact of a set: ipar[i] = [k, dim, world_aligned, ncol], par[i] = [XF (36),
     R_f (9), p_f (3), e (6), JL (36), Kp, Kd], outputs carved from buf[offs[i]:] (_carve_terms)."""
     for i in range(ipar.shape[0]):
         dim = ipar[i, 1]
@@ -276,32 +287,34 @@ def set_rows(m, d, q, vel, nu_dot, derivatives, ipar, par, offs, buf, cols):
 
 
 @njit
-def set_wrench(m, d, ipar, par, offs, buf, lam, add_fext, E):
-    """contact_wrench for every contact of a set (after set_rows at the state), lam stacked."""
+def set_wrench(nv, fext, w, ipar, par, offs, buf, cols, lam, add_fext, E):
+    """contact_wrench for every contact of a set (after set_rows at the state), lam stacked; fext:
+    the workspace's d.fext, w: a 6-vector of scratch (the arrays it needs, not the whole (m, d):
+    cheap to call)."""
     o = 0
     for i in range(ipar.shape[0]):
         dim = ipar[i, 1]
-        R, p, J, Jq, dvq, daq, dan, a, Jc, r, dr = _carve_terms(m.nv, dim, buf[offs[i]:])
-        contact_wrench(m, d, ipar[i, 0], par[i, 0:36].reshape((6, 6)), dim, ipar[i, 2] != 0, R, J, Jq,
-                       lam[o:o + dim], add_fext, E)
+        R, p, J, Jq, dvq, daq, dan, a, Jc, r, dr = _carve_terms(nv, dim, buf[offs[i]:])
+        contact_wrench(nv, fext, w, ipar[i, 0], par[i, 0:36].reshape((6, 6)), dim, ipar[i, 2] != 0, R, J,
+                       Jq, lam[o:o + dim], add_fext, E, cols[i], ipar[i, 3])
         o += dim
 
 
 @njit
-def set_gather(m, ipar, offs, buf, what, out):
+def set_gather(nv, ipar, offs, buf, what, out):
     """The set's Jc (what 0, m x nv), r (1, m x 1) or dr (2, m x 2nv), stacked into out."""
     o = 0
     for i in range(ipar.shape[0]):
         dim = ipar[i, 1]
-        R, p, J, Jq, dvq, daq, dan, a, Jc, r, dr = _carve_terms(m.nv, dim, buf[offs[i]:])
+        R, p, J, Jq, dvq, daq, dan, a, Jc, r, dr = _carve_terms(nv, dim, buf[offs[i]:])
         for rr in range(dim):
             if what == 0:
-                for c in range(m.nv):
+                for c in range(nv):
                     out[o + rr, c] = Jc[rr, c]
             elif what == 1:
                 out[o + rr, 0] = r[rr]
             else:
-                for c in range(2 * m.nv):
+                for c in range(2 * nv):
                     out[o + rr, c] = dr[rr, c]
         o += dim
 
@@ -316,7 +329,8 @@ class ContactTerms:
 class ContactSet:
     """Contacts [(Contact, FrameRef)] on one Data, their parameters and results packed for the
     compiled set_rows / set_wrench / set_gather (ipar, par, offs, buf, cols); kept in the Data for
-    the next call with the same contacts (contact_set). terms: each contact's results as views."""
+    the next call with the same contacts (linearization/contacts.py ContactPlan). terms: each
+    contact's results as views."""
 
     __slots__ = ("pairs", "terms", "ipar", "par", "offs", "buf", "cols", "m")
 
@@ -324,7 +338,7 @@ class ContactSet:
         nv = d.nv
         nc = len(pairs)
         self.pairs = pairs
-        self.ipar = np.zeros((nc, 3), dtype=np.int64)
+        self.ipar = np.zeros((nc, 4), dtype=np.int64)
         self.par = np.zeros((nc, 92))
         self.offs = np.zeros(nc, dtype=np.int64)
         sizes = [terms_size(nv, c.dim) for c, _ in pairs]
@@ -333,7 +347,8 @@ class ContactSet:
         self.cols = np.zeros((nc, nv), dtype=np.int64)
         self.terms = []
         for i, (c, fr) in enumerate(pairs):
-            self.ipar[i, 0:3] = (fr.k, c.dim, c.reference == "world_aligned")
+            self.ipar[i, 0:4] = (fr.k, c.dim, c.reference == "world_aligned",
+                                 len(fr.path) + (6 if d.floating_base else 0))   # active columns
             P = self.par[i]
             P[0:36] = fr.XF.ravel()
             P[36:45] = fr.R_f.ravel()
@@ -371,20 +386,6 @@ class ContactSet:
         return np.concatenate(parts, axis=0) if parts else np.zeros((0,))
 
 
-def contact_set(d, pairs) -> ContactSet:
-    """The ContactSet of these contacts on d (kept in the Data, one per thread)."""
-    cache = d.__dict__.setdefault("_contact_sets", {})
-    key = tuple((id(c), id(fr)) for c, fr in pairs)
-    hit = cache.get(key)
-    if hit is not None and all(a is c and b is fr for (a, b), (c, fr) in zip(hit.pairs, pairs)):
-        return hit
-    cs = ContactSet(d, list(pairs))
-    if len(cache) > 32:
-        cache.clear()
-    cache[key] = cs
-    return cs
-
-
 def _carve_py(nv, dim, buf):
     o, out = 0, []
     for shape in ((3, 3), (3,), (6, nv), (6, nv), (6, nv), (6, nv), (6, nv), (6,), (dim, nv), (dim,),
@@ -410,14 +411,15 @@ def _jlog6(e):
     return np.linalg.inv(Jr)
 
 
-@njit
-def contact_wrench(m, d, k, XF, dim, wa, R, J, Jq, f, add_fext, E):
+@njit(inline="always")
+def contact_wrench(nv, fext, w, k, XF, dim, wa, R, J, Jq, f, add_fext, E, cols, ncol):
     """A contact force f (dim,) in its reference frame as the wrench w_F = [f; tau] in F's axes
-    (rotated back by R^T for world_aligned). add_fext: d.fext[k] += ^F X_k^T w_F (EIDAmb's external
+    (rotated back by R^T for world_aligned; w: 6 scratch). add_fext: fext[k] += ^F X_k^T w_F (EIDAmb's external
     force). E (nv x nv, or 0 x 0): for world_aligned, E -= J_F^T d(w_F)/dz_q with
-    d(R^T x) = [R^T x]^ Jq_ang z_q: the term EIDAmb's derivatives (force fixed in the body) miss."""
-    nv = m.nv
-    w = np.zeros(6)
+    d(R^T x) = [R^T x]^ Jq_ang z_q: the term EIDAmb's derivatives (force fixed in the body) miss.
+    J and Jq vanish outside the frame's active columns cols[:ncol], and so does E's block."""
+    for i in range(6):
+        w[i] = 0.0
     for b in range(0, dim, 3):
         for i in range(3):
             w[b + i] = (R[0, i] * f[b] + R[1, i] * f[b + 1] + R[2, i] * f[b + 2]) if wa else f[b + i]
@@ -426,16 +428,17 @@ def contact_wrench(m, d, k, XF, dim, wa, R, J, Jq, f, add_fext, E):
             acc = 0.0
             for l in range(6):
                 acc += XF[l, i] * w[l]
-            d.fext[k, i] += acc
+            fext[k, i] += acc
     if wa and E.shape[0] == nv:
-        dw = np.empty(3)
-        for c in range(nv):
+        for qc in range(ncol):
+            c = cols[qc]
             for b in range(0, dim, 3):
-                dw[0] = w[b + 1] * Jq[5, c] - w[b + 2] * Jq[4, c]        # w x Jq_ang[:, c]
-                dw[1] = w[b + 2] * Jq[3, c] - w[b] * Jq[5, c]
-                dw[2] = w[b] * Jq[4, c] - w[b + 1] * Jq[3, c]
-                for rr in range(nv):
-                    E[rr, c] -= J[b, rr] * dw[0] + J[b + 1, rr] * dw[1] + J[b + 2, rr] * dw[2]
+                dw0 = w[b + 1] * Jq[5, c] - w[b + 2] * Jq[4, c]        # w x Jq_ang[:, c]
+                dw1 = w[b + 2] * Jq[3, c] - w[b] * Jq[5, c]
+                dw2 = w[b] * Jq[4, c] - w[b + 1] * Jq[3, c]
+                for qr in range(ncol):
+                    rr = cols[qr]
+                    E[rr, c] -= J[b, rr] * dw0 + J[b + 1, rr] * dw1 + J[b + 2, rr] * dw2
 
 
 def delassus_inverse(model, terms, K):

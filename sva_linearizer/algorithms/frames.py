@@ -24,7 +24,6 @@ import numpy as np
 from .._jit import ensure_compiled, njit
 from ..data import views
 from ..spatial import placement_to_xform
-from ..spatial_ops import cross_m, mv
 from .common import setup
 
 if TYPE_CHECKING:
@@ -68,7 +67,7 @@ def frame_ref(model: Model, name: str, offset=(0.0, 0.0, 0.0)) -> FrameRef:
     return fr
 
 
-@njit
+@njit(inline="always")
 def frame_pose_c(m, d, q, k, R_f, p_f, R, p):
     """R, p = the world pose of the frame at (R_f, p_f) in body k, composing the tree transforms
     ^bX_lam = [[E, o^ E], [0, E]] (the child at R_rel = E^T, p_rel = -E^T o in its parent) from the
@@ -80,9 +79,9 @@ def frame_pose_c(m, d, q, k, R_f, p_f, R, p):
         path[npath] = b
         npath += 1
         b = m.lam[b]
-    Rb = np.empty((3, 3))
-    pb = np.empty(3)
-    Rn = np.empty((3, 3))
+    Rb = d.T[0:3, 0:3]                                           # scratch
+    Rn = d.T[3:6, 0:3]
+    pb = d.t6[7]
     for i in range(3):
         pb[i] = q[i] if m.floating else 0.0
         for c in range(3):
@@ -123,91 +122,128 @@ def frame_pose(d, state, fr: FrameRef):
     return R, p
 
 
-@njit(inline="always")
-def _x_cols(X, M, cols, ncol, t):
-    """M[:, c] = X M[:, c] for the active columns c = cols[:ncol] of a 6 x nv M; t: 6 scratch."""
-    for q in range(ncol):
+@njit
+def _x_cols(X, M, cols, lo, hi):
+    """M[:, c] = X M[:, c] for the active columns c = cols[lo:hi] of a 6 x nv M (X held in locals:
+    the compiler cannot tell that the stores leave it unchanged)."""
+    x00, x01, x02, x03, x04, x05 = X[0, 0], X[0, 1], X[0, 2], X[0, 3], X[0, 4], X[0, 5]
+    x10, x11, x12, x13, x14, x15 = X[1, 0], X[1, 1], X[1, 2], X[1, 3], X[1, 4], X[1, 5]
+    x20, x21, x22, x23, x24, x25 = X[2, 0], X[2, 1], X[2, 2], X[2, 3], X[2, 4], X[2, 5]
+    x30, x31, x32, x33, x34, x35 = X[3, 0], X[3, 1], X[3, 2], X[3, 3], X[3, 4], X[3, 5]
+    x40, x41, x42, x43, x44, x45 = X[4, 0], X[4, 1], X[4, 2], X[4, 3], X[4, 4], X[4, 5]
+    x50, x51, x52, x53, x54, x55 = X[5, 0], X[5, 1], X[5, 2], X[5, 3], X[5, 4], X[5, 5]
+    for q in range(lo, hi):
         c = cols[q]
-        for i in range(6):
-            t[i] = M[i, c]
-        for i in range(6):
-            M[i, c] = (X[i, 0] * t[0] + X[i, 1] * t[1] + X[i, 2] * t[2] + X[i, 3] * t[3]
-                       + X[i, 4] * t[4] + X[i, 5] * t[5])
+        t0, t1, t2, t3, t4, t5 = M[0, c], M[1, c], M[2, c], M[3, c], M[4, c], M[5, c]
+        M[0, c] = x00 * t0 + x01 * t1 + x02 * t2 + x03 * t3 + x04 * t4 + x05 * t5
+        M[1, c] = x10 * t0 + x11 * t1 + x12 * t2 + x13 * t3 + x14 * t4 + x15 * t5
+        M[2, c] = x20 * t0 + x21 * t1 + x22 * t2 + x23 * t3 + x24 * t4 + x25 * t5
+        M[3, c] = x30 * t0 + x31 * t1 + x32 * t2 + x33 * t3 + x34 * t4 + x35 * t5
+        M[4, c] = x40 * t0 + x41 * t1 + x42 * t2 + x43 * t3 + x44 * t4 + x45 * t5
+        M[5, c] = x50 * t0 + x51 * t1 + x52 * t2 + x53 * t3 + x54 * t4 + x55 * t5
 
 
 @njit
+def _cross_col(l0, l1, l2, w0, w1, w2, M, c, out, oc, sign):
+    """out[:, oc] += sign * (v x M[:, c]) for the motion v = [l; w] (spatial_ops.cross_m on
+    matrix columns, without column views)."""
+    u0, u1, u2, u3, u4, u5 = M[0, c], M[1, c], M[2, c], M[3, c], M[4, c], M[5, c]
+    out[0, oc] += sign * (w1 * u2 - w2 * u1 + l1 * u5 - l2 * u4)
+    out[1, oc] += sign * (w2 * u0 - w0 * u2 + l2 * u3 - l0 * u5)
+    out[2, oc] += sign * (w0 * u1 - w1 * u0 + l0 * u4 - l1 * u3)
+    out[3, oc] += sign * (w1 * u5 - w2 * u4)
+    out[4, oc] += sign * (w2 * u3 - w0 * u5)
+    out[5, oc] += sign * (w0 * u4 - w1 * u3)
+
+
+@njit(inline="always")
 def frame_motion(m, d, k, XF, vel, nu_dot, derivatives, J, Jq, dvq, daq, dan, a, cols):
     """Frame F (^F X_k, fixed) on body k, in F's coordinates: J (6 x nv, twist = J nu), Jq (6 x nv,
     pose perturbation M -> M exp((Jq z_q)^)), a (6,): F's true (gravity-free) spatial acceleration
     at nu_dot, and with derivatives the partials at fixed (nu, nu_dot): dvq = dv_F/dz_q,
     daq = da_F/dz_q, dan = da_F/dnu (module docstring). Needs d.Xup, d.S, d.Sig, d.v, d.vp of an
     EIDAmb run at the state. cols (nv ints) gets the active columns: the base's and the path's
-    joints; returns their number (the other columns are zero)."""
-    nv, vidx, Xup, S, Sig = m.nv, m.vidx, d.Xup, d.S, d.Sig
-    for i in range(6):
-        for c in range(nv):
-            J[i, c] = 0.0
-            Jq[i, c] = 0.0
-            dvq[i, c] = 0.0
-            daq[i, c] = 0.0
-            dan[i, c] = 0.0
-    path = np.empty(m.nb, dtype=np.int64)
+    joints; returns their number. Only the active columns are written (J, Jq always, dvq, daq, dan
+    with derivatives): the others are zero in the caller's arrays and stay so (the path of a
+    frame never changes, so buffers reused for one frame need no clearing). Nothing is allocated
+    (cols holds the path's bodies until each is replaced by its joint's column); inlined into
+    its callers: a compiled call passing the model and workspace views (m, d) costs more than a
+    short path's arithmetic."""
+    vidx, Xup, S, Sig = m.vidx, d.Xup, d.S, d.Sig
+    off = 6 if m.floating else 0
     npath = 0
     b = k
     while b > 0:
-        path[npath] = b
         npath += 1
         b = m.lam[b]
-    ncol = 0
-    if m.floating:
+    ncol = off + npath
+    b = k
+    for q in range(ncol - 1, off - 1, -1):                    # the path's bodies, root first
+        cols[q] = b
+        b = m.lam[b]
+    for q in range(ncol):
+        c = q if q < off else vidx[cols[q]]
         for i in range(6):
-            J[i, i] = 1.0
-            Jq[i, i] = 1.0
-            cols[i] = i
-            a[i] = nu_dot[i]
-        ncol = 6
-    else:
-        for i in range(6):
-            a[i] = 0.0
-    t = np.empty(6)
-    ap = np.empty(6)
-    Sr = np.empty(6)
-    for q in range(npath - 1, -1, -1):
-        b = path[q]
-        X = Xup[b]
+            J[i, c] = 0.0
+            Jq[i, c] = 0.0
+            if derivatives:
+                dvq[i, c] = 0.0
+                daq[i, c] = 0.0
+                dan[i, c] = 0.0
+    for i in range(off):
+        cols[i] = i
+        J[i, i] = 1.0
+        Jq[i, i] = 1.0
+    for i in range(6):
+        a[i] = nu_dot[i] if m.floating else 0.0
+    for q in range(off, ncol):
+        b = cols[q]
         j = vidx[b]
-        _x_cols(X, J, cols, ncol, t)
-        _x_cols(X, Jq, cols, ncol, t)
-        cols[ncol] = j
-        ncol += 1
+        cols[q] = j
+        X = Xup[b]
+        _x_cols(X, J, cols, 0, q)
+        _x_cols(X, Jq, cols, 0, q)
         for i in range(6):
             J[i, j] = S[b, i]
             Jq[i, j] = Sig[b, i]
-        mv(X, a, ap)
+        a0, a1, a2, a3, a4, a5 = a[0], a[1], a[2], a[3], a[4], a[5]
+        ap = d.t6[7]                                             # scratch row: X a_p
         for i in range(6):
-            Sr[i] = S[b, i] * vel[j]
-            a[i] = ap[i] + S[b, i] * nu_dot[j]
-        cross_m(d.v[b], Sr, a, 1.0)                              # a = X a_p + Gamma r_dd + v x Gamma r
+            ap[i] = X[i, 0] * a0 + X[i, 1] * a1 + X[i, 2] * a2 + X[i, 3] * a3 + X[i, 4] * a4 + X[i, 5] * a5
+        r, rdd = vel[j], nu_dot[j]
+        s0, s1, s2, s3, s4, s5 = S[b, 0] * r, S[b, 1] * r, S[b, 2] * r, S[b, 3] * r, S[b, 4] * r, S[b, 5] * r
+        for i in range(6):
+            a[i] = ap[i] + S[b, i] * rdd
+        vb = d.v[b]                                              # a += v x Gamma r (cross_m)
+        l0, l1, l2, w0, w1, w2 = vb[0], vb[1], vb[2], vb[3], vb[4], vb[5]
+        a[0] += 1.0 * (w1 * s2 - w2 * s1 + l1 * s5 - l2 * s4)
+        a[1] += 1.0 * (w2 * s0 - w0 * s2 + l2 * s3 - l0 * s5)
+        a[2] += 1.0 * (w0 * s1 - w1 * s0 + l0 * s4 - l1 * s3)
+        a[3] += 1.0 * (w1 * s5 - w2 * s4)
+        a[4] += 1.0 * (w2 * s3 - w0 * s5)
+        a[5] += 1.0 * (w0 * s4 - w1 * s3)
         if derivatives:
-            _x_cols(X, dvq, cols, ncol - 1, t)
-            _x_cols(X, daq, cols, ncol - 1, t)
-            _x_cols(X, dan, cols, ncol - 1, t)
-            cross_m(d.vp[b], Sig[b], dvq[:, j], 1.0)             # Psi-dot: v_p x sigma
-            cross_m(ap, Sig[b], daq[:, j], 1.0)                  # a_p x sigma
-            cross_m(d.v[b], S[b], dan[:, j], 1.0)                # v x Gamma (d/d r_j of Gamma r_j)
-            for qq in range(ncol):
+            _x_cols(X, dvq, cols, 0, q)
+            _x_cols(X, daq, cols, 0, q)
+            _x_cols(X, dan, cols, 0, q)
+            vpb = d.vp[b]
+            _cross_col(vpb[0], vpb[1], vpb[2], vpb[3], vpb[4], vpb[5], Sig.T, b, dvq, j, 1.0)   # Psi-dot
+            _cross_col(ap[0], ap[1], ap[2], ap[3], ap[4], ap[5], Sig.T, b, daq, j, 1.0)         # a_p x sigma
+            _cross_col(l0, l1, l2, w0, w1, w2, S.T, b, dan, j, 1.0)                           # v x Gamma
+            for qq in range(q + 1):
                 c = cols[qq]
-                cross_m(Sr, dvq[:, c], daq[:, c], -1.0)          # (d v / d z_q) x Gamma r
-                cross_m(Sr, J[:, c], dan[:, c], -1.0)            # (d v / d nu) x Gamma r
-    _x_cols(XF, J, cols, ncol, t)
-    _x_cols(XF, Jq, cols, ncol, t)
+                _cross_col(s0, s1, s2, s3, s4, s5, dvq, c, daq, c, -1.0)   # (d v / d z_q) x Gamma r
+                _cross_col(s0, s1, s2, s3, s4, s5, J, c, dan, c, -1.0)     # (d v / d nu) x Gamma r
+    _x_cols(XF, J, cols, 0, ncol)
+    _x_cols(XF, Jq, cols, 0, ncol)
     if derivatives:
-        _x_cols(XF, dvq, cols, ncol, t)
-        _x_cols(XF, daq, cols, ncol, t)
-        _x_cols(XF, dan, cols, ncol, t)
-    mv(XF, a, t)
+        _x_cols(XF, dvq, cols, 0, ncol)
+        _x_cols(XF, daq, cols, 0, ncol)
+        _x_cols(XF, dan, cols, 0, ncol)
+    a0, a1, a2, a3, a4, a5 = a[0], a[1], a[2], a[3], a[4], a[5]
     for i in range(6):
-        a[i] = t[i]
+        a[i] = (XF[i, 0] * a0 + XF[i, 1] * a1 + XF[i, 2] * a2 + XF[i, 3] * a3 + XF[i, 4] * a4
+                + XF[i, 5] * a5)
     return ncol
 
 
@@ -226,7 +262,7 @@ class FrameMotion:
 def frame_motion_py(d, fr: FrameRef, vel, nu_dot, derivatives=True) -> FrameMotion:
     nv = d.nv
     r = FrameMotion()
-    r.J, r.Jq, r.dvq, r.daq, r.dan = (np.empty((6, nv)) for _ in range(5))
+    r.J, r.Jq, r.dvq, r.daq, r.dan = (np.zeros((6, nv)) for _ in range(5))   # zero: frame_motion
     r.a = np.empty(6)
     frame_motion_entry(d.ib, d.fb, fr.k, fr.XF, vel, np.ascontiguousarray(nu_dot, dtype=float),
                        derivatives, r.J, r.Jq, r.dvq, r.daq, r.dan, r.a, np.empty(nv, dtype=np.int64))

@@ -176,7 +176,9 @@ def _batch_contacts(model, Q, V, T, dt, out, contacts, forces):
     """linearize_batch with contacts / forces: linearize state by state (the compiled contact
     pipeline, linearization/contacts.py), states handed out from a shared counter to the worker
     threads as in the plain batch (each thread on its own Data; the compiled call releases the
-    GIL). A bad state raises a ValueError naming the first one."""
+    GIL). Without dt the states run in compiled chunks (contacts.batch_contacts; this loop remains
+    for dt, custom joints and anchored contacts). A bad state raises a ValueError naming the first
+    one."""
     from ..state import State
 
     N = Q.shape[0]
@@ -193,6 +195,12 @@ def _batch_contacts(model, Q, V, T, dt, out, contacts, forces):
     OA, OB = _out_arrays(out, (N, nx, nx), (N, nx, nj + m))
     if N == 0:
         return OA, OB
+    contacts = list(contacts or ())
+    if dt is None:      # compiled chunks on the worker threads (contacts.batch_contacts)
+        from .contacts import batch_contacts
+
+        if batch_contacts(model, Q, V, T, OA, OB, contacts, per_state, min(num_threads(), N), _run_workers):
+            return OA, OB
     counter = itertools.count()
     errors = {}
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from .._jit import ensure_compiled, njit
 from ..algorithms.common import BAD_INPUT, NOT_FINITE, singular_mass_matrix_error
-from ..algorithms.contacts import (check_contacts, check_forces, contact_set, delassus_inverse,
+from ..algorithms.contacts import (Contact, ContactSet, check_contacts, check_forces, delassus_inverse,
                                    set_gather, set_rows, set_wrench)
 from ..algorithms.eidamb import eidamb_entry
 from ..algorithms.kinematics import fill_custom, prepare
@@ -75,115 +75,237 @@ def _chol_inverse(L, Kinv):
 
 
 @njit
-def contacts_pipeline(m, d, q, vel, tau, fi, fp, fo, fbuf, fcols, fvec, ci, cp, co, cbuf, ccols,
+def _rows_dot(ipar, cols, Jc, X, out):
+    """out = Jc X for a set's stacked rows Jc (m x nv), which vanish outside each contact's active
+    columns cols[i, :ipar[i, 3]] (the base's and the frame's path: frames.frame_motion)."""
+    w = X.shape[1]
+    o = 0
+    for ic in range(ipar.shape[0]):
+        dim, ncol = ipar[ic, 1], ipar[ic, 3]
+        for r in range(o, o + dim):
+            for j in range(w):
+                out[r, j] = 0.0
+            for qq in range(ncol):
+                c = cols[ic, qq]
+                a = Jc[r, c]
+                for j in range(w):
+                    out[r, j] += a * X[c, j]
+        o += dim
+
+
+def _ws_shapes(nv, n, mc, mf):
+    """The shapes of contacts_pipeline's scratch arrays, in the order _carve_ws returns them:
+    Jc, Y^T, Y, K, L, K^-1, r0, rhs, G, Jc G - Ar, Ar, B0, a vector, E, Minv E, Jf, Jf Minv, B_f,
+    Jc B_f, K^-1 Jc B_f, Y dlambda/dtau (m = mc contact rows, mf input force rows)."""
+    nx = 2 * nv
+    return ((mc, nv), (mc, nv), (nv, mc), (mc, mc), (mc, mc), (mc, mc), (mc, 1), (mc, 1), (nv, nx),
+            (mc, nx), (mc, nx), (nx, n), (nv, 1), (nv, nv), (nv, nv), (mf, nv), (mf, nv), (nv, mf),
+            (mc, mf), (mc, mf), (nv, n))
+
+
+_ws_shapes_c = njit(inline="always")(_ws_shapes)
+
+
+def workspace_size(nv: int, n: int, mc: int, mf: int) -> int:
+    """Floats of contacts_pipeline's workspace, allocated once per contact plan (per Data and
+    contact set: ContactPlan)."""
+    return sum(r * c for r, c in _ws_shapes(nv, n, mc, mf))
+
+
+@njit
+def _take(ws, o, shape):
+    return ws[o:o + shape[0] * shape[1]].reshape(shape), o + shape[0] * shape[1]
+
+
+@njit(inline="always")
+def _carve_ws(nv, n, mc, mf, ws):
+    """The pipeline's scratch arrays (_ws_shapes), views of one flat buffer."""
+    sh = _ws_shapes_c(nv, n, mc, mf)
+    o = 0
+    Jc, o = _take(ws, o, sh[0])
+    YT, o = _take(ws, o, sh[1])
+    Y, o = _take(ws, o, sh[2])
+    K, o = _take(ws, o, sh[3])
+    L, o = _take(ws, o, sh[4])
+    Kinv, o = _take(ws, o, sh[5])
+    r0, o = _take(ws, o, sh[6])
+    rhs, o = _take(ws, o, sh[7])
+    G, o = _take(ws, o, sh[8])
+    R2, o = _take(ws, o, sh[9])
+    Ar, o = _take(ws, o, sh[10])
+    B0, o = _take(ws, o, sh[11])
+    V1, o = _take(ws, o, sh[12])
+    E, o = _take(ws, o, sh[13])
+    ME, o = _take(ws, o, sh[14])
+    Jf, o = _take(ws, o, sh[15])
+    BfT, o = _take(ws, o, sh[16])
+    Bf, o = _take(ws, o, sh[17])
+    T1, o = _take(ws, o, sh[18])
+    T2, o = _take(ws, o, sh[19])
+    TB, o = _take(ws, o, sh[20])
+    return Jc, YT, Y, K, L, Kinv, r0, rhs, G, R2, Ar, B0, V1, E, ME, Jf, BfT, Bf, T1, T2, TB
+
+
+@njit
+def contacts_pipeline(m, d, q, vel, tau, fi, fp, fo, fbuf, fcols, fvec, ci, cp, co, cbuf, ccols, ws,
                       linearize, A, B, lam, dz, dtau):
     """The whole contact linearization (algorithms/contacts.py module docstring), one compiled call:
     kinematics; the input forces' rows and wrenches into d.fext; stage 1 (EIDAmb, IMMAmb, the free
     acceleration); the contacts' rows at nu_dot = 0 (Jc, drift r0); the Delassus matrix K = Jc Minv
     Jc^T (Cholesky), lambda = -K^-1 (Jc nu_free + r0), nu_dot = nu_free + Minv Jc^T lambda (in
     d.nu_dot), the contact wrenches into d.fext; with linearize: stage 2 (EIDAmb's derivatives D
-    with the wrenches applied, A's upper blocks), the world-aligned rotation term, the rows'
-    derivatives Ar at nu_dot, and
-        dlambda/dz = K^-1 (Y^T D - Ar), A_low = -Minv D + Y dlambda/dz, Y = Minv Jc^T
-        dlambda/dtau = -K^-1 Jc Minv S, B = [Minv S + Y dlambda/dtau | B_f], B_f = (1 - Y K^-1 Jc) Minv Jf^T.
-    Returns 0, BAD_INPUT, immamb's status (M singular), CONTACTS_SINGULAR or NOT_FINITE."""
+    with the wrenches applied, A's upper blocks, and -Minv D, B's Minv S: linearize_at), the
+    world-aligned rotation term E, the rows' derivatives Ar at nu_dot, and with G = Minv (D + E)
+    (= -linearize_at's lower A block + Minv E) and Y = Minv Jc^T:
+        dlambda/dz = K^-1 (Jc G - Ar), A_low = -G + Y dlambda/dz
+        dlambda/dtau = -K^-1 Y^T S (= -K^-1 Jc Minv S), B = [Minv S + Y dlambda/dtau | B_f],
+        B_f = (1 - Y K^-1 Jc) Minv Jf^T.
+    Products with Jc (Jf) use its sparsity (_rows_dot: a contact's rows touch only its path's
+    columns); the dense ones (K^-1 and Y times nv x 2nv blocks) are BLAS calls. ws: the scratch
+    (workspace_size); nothing is allocated. Returns 0, BAD_INPUT, immamb's status (M singular),
+    CONTACTS_SINGULAR or NOT_FINITE."""
     if prepare(m, d, q, vel, tau) != 0:                         # also fext = 0
         return BAD_INPUT
     nv, n = m.nv, m.n
     off = nv - n
+    nx = 2 * nv
     mf, mc = fvec.shape[0], lam.shape[0]
-    zero = np.zeros(nv)
-    noE = np.zeros((0, 0))
+    Jc, YT, Y, K, L, Kinv, r0, rhs, G, R2, Ar, B0, V1, E, ME, Jf, BfT, Bf, T1, T2, TB = _carve_ws(
+        nv, n, mc, mf, ws)
+    zero = V1.reshape((nv,))                                     # nu_dot = 0 for the rows' drift
+    noE = E[0:0, 0:0]
+    for i in range(nv):
+        zero[i] = 0.0
     if mf > 0:
         set_rows(m, d, q, vel, zero, False, fi, fp, fo, fbuf, fcols)   # poses and Jacobians only
-        set_wrench(m, d, fi, fp, fo, fbuf, fvec, True, noE)
+        set_wrench(nv, d.fext, d.t6[3], fi, fp, fo, fbuf, fcols, fvec, True, noE)
     status = free_acceleration(m, d, vel, tau)
     if status != 0:
         return status
     Minv, nu = d.Minv, d.nu_dot
-    Jc = np.empty((mc, nv))
-    Y = np.empty((nv, mc))
-    Kinv = np.empty((mc, mc))
     if mc > 0:
         set_rows(m, d, q, vel, zero, False, ci, cp, co, cbuf, ccols)
-        set_gather(m, ci, co, cbuf, 0, Jc)
-        r0 = np.empty((mc, 1))
-        set_gather(m, ci, co, cbuf, 1, r0)
-        JcT = np.ascontiguousarray(Jc.T)
-        Y[:, :] = np.dot(Minv, JcT)
-        K = np.dot(Jc, Y)
-        K = 0.5 * (K + K.T)
-        L = np.empty((mc, mc))
+        set_gather(nv, ci, co, cbuf, 0, Jc)
+        set_gather(nv, ci, co, cbuf, 1, r0)
+        for i in range(nv):
+            zero[i] = nu[i]                                      # V1 := nu_free (done with zero)
+        _rows_dot(ci, ccols, Jc, Minv, YT)                       # Y^T = Jc Minv (Minv symmetric)
+        for i in range(nv):
+            for r in range(mc):
+                Y[i, r] = YT[r, i]
+        _rows_dot(ci, ccols, Jc, Y, K)                           # K = Jc Minv Jc^T
+        for i in range(mc):
+            for c in range(i + 1, mc):
+                K[i, c] = K[c, i] = 0.5 * (K[i, c] + K[c, i])
         if not _cholesky_ok(K, L):
             return CONTACTS_SINGULAR
         _chol_inverse(L, Kinv)
-        rhs = np.dot(Jc, nu)
-        for i in range(mc):
-            rhs[i] += r0[i, 0]
-        lv = np.dot(Kinv, rhs)
-        for i in range(mc):
-            lam[i] = -lv[i]
-        dn = np.dot(Y, lam)
+        _rows_dot(ci, ccols, Jc, V1, rhs)                        # Jc nu_free
+        for r in range(mc):
+            rhs[r, 0] += r0[r, 0]
+        for r in range(mc):
+            acc = 0.0
+            for s in range(mc):
+                acc += Kinv[r, s] * rhs[s, 0]
+            lam[r] = -acc
         for i in range(nv):
-            nu[i] += dn[i]
-        set_wrench(m, d, ci, cp, co, cbuf, lam, True, noE)
+            acc = 0.0
+            for r in range(mc):
+                acc += Y[i, r] * lam[r]
+            nu[i] += acc
+        set_wrench(nv, d.fext, d.t6[3], ci, cp, co, cbuf, ccols, lam, True, noE)
     if not linearize:
         return 0
-    B0 = np.empty((2 * nv, n))
     status = linearize_at(m, d, vel, A, B0, 0.0, A, B0)
     if status != 0:
         return status
-    D = d.D.copy()
-    E = np.zeros((nv, nv))                                       # world-aligned forces turn with the links
-    if mf > 0:
-        set_wrench(m, d, fi, fp, fo, fbuf, fvec, False, E)
-    if mc > 0:
-        set_wrench(m, d, ci, cp, co, cbuf, lam, False, E)
-    for i in range(nv):
-        for c in range(nv):
-            D[i, c] += E[i, c]
-    A_low = -np.dot(Minv, D)
-    S = np.ascontiguousarray(Minv[:, off:])
-    B_tau = S.copy()
-    B_f = np.zeros((nv, mf))
-    if mf > 0:
-        Jf = np.empty((mf, nv))
-        set_gather(m, fi, fo, fbuf, 0, Jf)
-        B_f = np.dot(Minv, np.ascontiguousarray(Jf.T))
+    AL = A[nv:]
+    for i in range(nv):                                          # G = Minv D (linearize_at: -Minv D)
+        for c in range(nx):
+            G[i, c] = -AL[i, c]
+    wa = False                                                   # world-aligned forces turn with the links
+    for i in range(fi.shape[0]):
+        wa = wa or fi[i, 2] != 0
+    for i in range(ci.shape[0]):
+        wa = wa or ci[i, 2] != 0
+    if wa:
+        for i in range(nv):
+            for c in range(nv):
+                E[i, c] = 0.0
+        if mf > 0:
+            set_wrench(nv, d.fext, d.t6[3], fi, fp, fo, fbuf, fcols, fvec, False, E)
+        if mc > 0:
+            set_wrench(nv, d.fext, d.t6[3], ci, cp, co, cbuf, ccols, lam, False, E)
+        np.dot(Minv, E, ME)
+        for i in range(nv):
+            for c in range(nv):
+                G[i, c] += ME[i, c]
+    if mf > 0:                                                   # B_f = Minv Jf^T
+        set_gather(nv, fi, fo, fbuf, 0, Jf)
+        _rows_dot(fi, fcols, Jf, Minv, BfT)
+        for i in range(nv):
+            for j in range(mf):
+                Bf[i, j] = BfT[j, i]
     if mc > 0:
         set_rows(m, d, q, vel, nu, True, ci, cp, co, cbuf, ccols)
-        Ar = np.empty((mc, 2 * nv))
-        set_gather(m, ci, co, cbuf, 2, Ar)
-        YT = np.ascontiguousarray(Y.T)
-        dz[:, :] = np.dot(Kinv, np.dot(YT, D) - Ar)
-        dtau[:, :] = -np.dot(Kinv, np.dot(Jc, S))
-        A_low += np.dot(Y, dz)
-        B_tau += np.dot(Y, dtau)
-        if mf > 0:
-            B_f -= np.dot(Y, np.dot(Kinv, np.dot(Jc, B_f)))
+        set_gather(nv, ci, co, cbuf, 2, Ar)
+        _rows_dot(ci, ccols, Jc, G, R2)                          # Jc G - Ar
+        for r in range(mc):
+            for c in range(nx):
+                R2[r, c] -= Ar[r, c]
+        np.dot(Kinv, R2, dz)
+        for r in range(mc):
+            for j in range(n):
+                acc = 0.0
+                for s in range(mc):
+                    acc += Kinv[r, s] * YT[s, off + j]
+                dtau[r, j] = -acc
+        np.dot(Y, dz, AL)                                        # A_low = Y dlambda/dz - G
+        for i in range(nv):
+            for c in range(nx):
+                AL[i, c] -= G[i, c]
+        np.dot(Y, dtau, TB)
+        if mf > 0:                                               # B_f -= Y K^-1 Jc B_f
+            _rows_dot(ci, ccols, Jc, Bf, T1)
+            np.dot(Kinv, T1, T2)
+            for i in range(nv):
+                for j in range(mf):
+                    acc = 0.0
+                    for r in range(mc):
+                        acc += Y[i, r] * T2[r, j]
+                    Bf[i, j] -= acc
+    else:
+        for i in range(nv):
+            for c in range(nx):
+                AL[i, c] = -G[i, c]
+            for c in range(n):
+                TB[i, c] = 0.0
     total = 0.0
     for i in range(nv):
-        for c in range(2 * nv):
-            A[nv + i, c] = A_low[i, c]
-            total += A_low[i, c]
+        for c in range(nx):
+            total += AL[i, c]
         for c in range(n + mf):
             B[i, c] = 0.0
-            B[nv + i, c] = B_tau[i, c] if c < n else B_f[i, c - n]
+        for c in range(n):
+            B[nv + i, c] = B0[nv + i, c] + TB[i, c]
             total += B[nv + i, c]
+        for j in range(mf):
+            B[nv + i, n + j] = Bf[i, j]
+            total += Bf[i, j]
     if not math.isfinite(total):
         return NOT_FINITE
     return 0
 
 
 @njit
-def contacts_entry(ib, fb, q, vel, tau, fi, fp, fo, fbuf, fcols, fvec, ci, cp, co, cbuf, ccols,
+def contacts_entry(ib, fb, q, vel, tau, fi, fp, fo, fbuf, fcols, fvec, ci, cp, co, cbuf, ccols, ws,
                    linearize, A, B, lam, dz, dtau):
     m, d, _ = views(ib, fb)
     return contacts_pipeline(m, d, q, vel, tau, fi, fp, fo, fbuf, fcols, fvec, ci, cp, co, cbuf, ccols,
-                             linearize, A, B, lam, dz, dtau)
+                             ws, linearize, A, B, lam, dz, dtau)
 
 
-_EMPTY = (np.zeros((0, 3), dtype=np.int64), np.zeros((0, 92)), np.zeros(0, dtype=np.int64), np.zeros(0),
+_EMPTY = (np.zeros((0, 4), dtype=np.int64), np.zeros((0, 92)), np.zeros(0, dtype=np.int64), np.zeros(0),
           np.zeros((0, 1), dtype=np.int64))
 
 
@@ -193,30 +315,103 @@ def _set_arrays(cset):
     return cset.ipar, cset.par, cset.offs, cset.buf, cset.cols
 
 
-def run_contacts(model: Model, state: State, tau: np.ndarray, contacts, forces, data, linearize: bool):
-    """contacts_pipeline on the Data; returns (d, A, B, lam, dz, dtau) (arrays fresh)."""
-    ensure_compiled("contacts")
+_NO_FORCES = np.zeros(0)
+_NO_FORCES.flags.writeable = False
+
+
+class ContactPlan:
+    """What a call with these contacts and input forces needs on one Data, built once and kept in
+    the Data (found by the Contact objects' identities; Contacts are immutable): the checked
+    (Contact, FrameRef) pairs packed as ContactSets, the pipeline's workspace (workspace_size) and
+    the compiled call's arguments. A Data serves one call at a time (get_data), so a plan's
+    buffers are never shared between threads."""
+
+    __slots__ = ("contacts", "force_contacts", "cset", "fset", "ws", "mc", "mf", "anchored", "args_c",
+                 "args_f", "dims")
+
+    def __init__(self, d, cs, fs):
+        self.contacts = [c for c, _ in cs]          # held: their ids key the plan
+        self.force_contacts = [c for c, _ in fs]
+        self.cset = ContactSet(d, cs) if cs else None
+        self.fset = ContactSet(d, fs) if fs else None
+        self.mc = self.cset.m if self.cset else 0
+        self.mf = self.fset.m if self.fset else 0
+        self.dims = [c.dim for c in self.force_contacts]
+        self.anchored = self.cset is not None and self.cset.anchored
+        self.ws = np.zeros(workspace_size(d.nv, d.nj, self.mc, self.mf))
+        self.args_f = _set_arrays(self.fset)
+        self.args_c = _set_arrays(self.cset)
+
+    def force_vector(self, fpairs):
+        """The input forces stacked, or None when one is not `dim` finite numbers (check_forces
+        then names it)."""
+        if not fpairs:
+            return _NO_FORCES
+        parts = []
+        for (_, f), dim in zip(fpairs, self.dims):
+            try:
+                f = np.asarray(f, dtype=float).reshape(-1)
+            except (TypeError, ValueError):
+                return None
+            if f.shape[0] != dim:
+                return None
+            parts.append(f)
+        fvec = np.concatenate(parts)
+        return fvec if np.isfinite(fvec).all() else None
+
+
+def contact_plan(model: Model, d, contacts, forces):
+    """(ContactPlan, stacked input forces) for these contacts and forces on d. Plans are kept in d
+    (at most 33, then the cache starts over) and found by the Contacts' identities (safe keys: a
+    plan holds its Contacts alive); a new plan checks everything (check_contacts, check_forces
+    name unknown frames and bad forces)."""
+    cache = d.__dict__.setdefault("_contact_sets", {})      # (Data.copy drops it: per Data)
+    contacts = contacts if isinstance(contacts, (list, tuple)) else list(contacts or ())
+    fpairs = []
+    if forces:
+        try:
+            fpairs = [(c, f) for c, f in forces]
+        except (TypeError, ValueError):
+            fpairs = None                                    # check_forces names the bad item
+    key = None
+    if fpairs is not None:
+        key = (tuple(map(id, contacts)), tuple(id(c) for c, _ in fpairs))
+        plan = cache.get(key)
+        if plan is not None:
+            fvec = plan.force_vector(fpairs)
+            if fvec is not None:
+                return plan, fvec
     cs = check_contacts(model, contacts)
-    fs, fvec = check_forces(model, forces)
+    fs, fvec = check_forces(model, fpairs if fpairs is not None else forces)
+    plan = ContactPlan(d, cs, fs)
+    if key is not None:
+        if len(cache) > 32:
+            cache.clear()
+        cache[key] = plan
+    return plan, fvec
+
+
+def run_contacts(model: Model, state: State, tau: np.ndarray, contacts, forces, data, linearize: bool):
+    """contacts_pipeline on the Data; returns (nu_dot, Minv, D, A, B, lam, dz, dtau) (arrays fresh)."""
+    ensure_compiled("contacts")
     d = get_data(model, data)
+    plan, fvec = contact_plan(model, d, contacts, forces)
     busy, d._busy = d._busy, True
     try:
         if d.custom:
             fill_custom(d, state.s)
         q, v = state.q, state.v
         nv, nj = model.nv, model.nj
-        fset = contact_set(d, fs) if fs else None
-        cset = contact_set(d, cs) if cs else None
-        if (fset is not None and fset.anchored) or (cset is not None and cset.anchored):
+        cset = plan.cset
+        if plan.anchored:
             if eidamb_entry(d.ib, d.fb, q, v, np.zeros(nv)) != 0:   # the kinematics for the poses
                 raise input_error(model, q, v, tau)
-            if cset is not None:
-                cset.anchor_errors(d, state)
-        mc, mf = (cset.m if cset else 0), fvec.size
+            cset.anchor_errors(d, state)
+        mc, mf = plan.mc, fvec.size
         A = np.empty((2 * nv, 2 * nv))
         B = np.empty((2 * nv, nj + mf))
         lam, dz, dtau = np.empty(mc), np.empty((mc, 2 * nv)), np.empty((mc, nj))
-        status = contacts_entry(d.ib, d.fb, q, v, tau, *_set_arrays(fset), fvec, *_set_arrays(cset),
+        status = contacts_entry(d.ib, d.fb, q, v, tau, *plan.args_f, fvec, *plan.args_c, plan.ws,
                                 linearize, A, B, lam, dz, dtau)
         if status == BAD_INPUT:
             raise input_error(model, q, v, tau)
@@ -231,6 +426,90 @@ def run_contacts(model: Model, state: State, tau: np.ndarray, contacts, forces, 
         return d.nu_dot.copy(), d.Minv.copy(), d.D.copy(), A, B, lam, dz, dtau
     finally:
         d._busy = busy
+
+
+@njit
+def contacts_chunk(ib, fb, Q, V, TAU, fi, fp, fo, fbuf, fcols, FV, ci, cp, co, cbuf, ccols, ws, OA, OB,
+                   lam, dz, dtau, status, lo, hi):
+    """contacts_pipeline (linearize) for rows lo..hi-1 of Q, V, TAU (input forces FV[i]) on one
+    thread's workspace and plan: A, B into OA[i], OB[i], the status into status[i]."""
+    m, d, _ = views(ib, fb)
+    for i in range(lo, hi):
+        status[i] = contacts_pipeline(m, d, Q[i], V[i], TAU[i], fi, fp, fo, fbuf, fcols, FV[i], ci, cp, co,
+                                      cbuf, ccols, ws, True, OA[i], OB[i], lam, dz, dtau)
+
+
+def batch_contacts(model: Model, Q, V, T, OA, OB, contacts, per_state, nthreads, run_workers):
+    """linearize_batch's contact path in compiled chunks: each worker thread takes chunks of states
+    from a shared counter and runs contacts_chunk on its own thread-local Data and contact plan
+    (the GIL released). per_state: [(Contact, F)] with F (dim,) or (N, dim). Returns False (nothing
+    done) where the per-state path must run: custom joints (Python jcalc), anchored contacts
+    (their errors are set per state in Python), or forces that are not finite / of the wrong
+    shape (that path names them); raises the first bad state's error."""
+    import itertools
+
+    from ..state import State
+
+    N = Q.shape[0]
+    if any(isinstance(c, Contact) and c.anchor is not None for c in contacts):
+        return False
+    mf = 0
+    for c, F in per_state:
+        if (not isinstance(c, Contact) or F.ndim not in (1, 2) or F.shape[-1] != c.dim
+                or not np.isfinite(F).all()):
+            return False
+        mf += c.dim
+    FV = np.empty((N, mf))
+    o = 0
+    for c, F in per_state:
+        FV[:, o:o + c.dim] = F
+        o += c.dim
+    keys = [(c, np.zeros(c.dim)) for c, _ in per_state]     # the plans' keys (values: FV)
+    d0 = get_data(model)
+    if d0.custom:
+        return False
+    contact_plan(model, d0, contacts, keys)                 # checks the contacts, names errors
+    ensure_compiled("contacts")
+    status = np.zeros(N, dtype=np.int64)
+    counter = itertools.count()
+    chunk = max(1, min(16, N // (8 * nthreads)))
+
+    def work(_):
+        d = get_data(model)                 # this thread's own Data, and its plan
+        plan, _ = contact_plan(model, d, contacts, keys)
+        mc, nv, nj = plan.mc, model.nv, model.nj
+        lam, dz, dtau = np.empty(mc), np.empty((mc, 2 * nv)), np.empty((mc, nj))
+        busy, d._busy = d._busy, True
+        try:
+            while True:
+                lo = next(counter) * chunk
+                if lo >= N:
+                    return
+                contacts_chunk(d.ib, d.fb, Q, V, T, *plan.args_f, FV, *plan.args_c, plan.ws, OA, OB,
+                               lam, dz, dtau, status, lo, min(N, lo + chunk))
+        finally:
+            d._busy = busy
+
+    run_workers(work, nthreads)
+    bad = np.flatnonzero(status)
+    if bad.size:                            # the first bad state again, one by one, for the message
+        i = int(bad[0])
+        try:
+            st = State.from_vectors(model, Q[i], V[i])
+            linearize_contacts(model, st, T[i], contacts, _forces_row(per_state, FV, i))
+        except ValueError as e:
+            raise ValueError(f"linearize_batch: state {i}: {e}") from None
+        raise ValueError(f"linearize_batch: state {i}: the contact linearization failed (status "
+                         f"{int(status[i])})")
+    return True
+
+
+def _forces_row(per_state, FV, i):
+    out, o = [], 0
+    for c, _ in per_state:
+        out.append((c, FV[i, o:o + c.dim]))
+        o += c.dim
+    return out or None
 
 
 def linearize_contacts(model: Model, state: State, tau: np.ndarray, contacts, forces,
