@@ -34,7 +34,7 @@ import numpy as np
 
 from ..spatial import crm, se3_log
 from .._jit import njit
-from ..data import views
+from ..data import kernel, views
 from .frames import frame_motion, frame_pose, frame_pose_c, frame_ref
 
 if TYPE_CHECKING:
@@ -273,7 +273,7 @@ def terms_size(nv: int, dim: int) -> int:
     return 9 + 3 + 30 * nv + 6 + 3 * dim * nv + dim
 
 
-@njit
+@kernel
 def set_rows(m, d, q, vel, nu_dot, derivatives, ipar, par, offs, buf, cols):
     """contact_rows for every contact of a set: ipar[i] = [k, dim, world_aligned, ncol], par[i] = [XF (36),
     R_f (9), p_f (3), e (6), JL (36), Kp, Kd], outputs carved from buf[offs[i]:] (_carve_terms)."""

@@ -19,7 +19,7 @@ from ..algorithms.contacts import (Contact, ContactSet, check_contacts, check_fo
                                    set_gather, set_rows, set_wrench)
 from ..algorithms.eidamb import eidamb_entry
 from ..algorithms.kinematics import fill_custom, prepare
-from ..data import get_data, views
+from ..data import get_data, kernel, views
 from ..state import input_error
 from .continuous import Linearization, free_acceleration, linearize_at
 from .discrete import check_dt, discretize
@@ -146,7 +146,7 @@ def _carve_ws(nv, n, mc, mf, ws):
     return Jc, YT, Y, K, L, Kinv, r0, rhs, G, R2, Ar, B0, V1, E, ME, Jf, BfT, Bf, T1, T2, TB
 
 
-@njit
+@kernel
 def contacts_pipeline(m, d, q, vel, tau, fi, fp, fo, fbuf, fcols, fvec, ci, cp, co, cbuf, ccols, ws,
                       linearize, A, B, lam, dz, dtau):
     """The whole contact linearization (algorithms/contacts.py module docstring), one compiled call:
