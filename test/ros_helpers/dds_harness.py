@@ -115,12 +115,30 @@ class Harness:
         self.transport.close()
         return rc
 
-    def wait_ready(self, timeout=120.0, need_js=True):
-        """The node's output writers are matched (and its joint_states reader, if need_js)."""
-        end = time.monotonic() + timeout
-        ok = self.transport.wait_for_writers(self.echo.readers[2], timeout)
-        if ok and need_js:
-            ok = self.transport.wait_for_readers(self.pub_js, max(0.0, end - time.monotonic()))
+    def node_compiling(self):
+        """The node says it is compiling kernels and has not said that it is done (the first start
+        of an installed copy, whose numba cache is its own, compiles; the package announces it)."""
+        lines = self.node.lines
+        starts = [i for i, ln in enumerate(lines) if "sva_linearizer: compiling" in ln]
+        return bool(starts) and not any("sva_linearizer: done in" in ln or "kernels ready" in ln
+                                        for ln in lines[starts[-1]:])
+
+    def wait_ready(self, timeout=120.0, need_js=True, compile_limit=900.0):
+        """The node's output writers are matched (and its joint_states reader, if need_js), within
+        `timeout` s; while the node is visibly compiling its kernels the wait goes on, to
+        `compile_limit` s in all (a cold cache on a loaded 2-core machine: minutes)."""
+        start = time.monotonic()
+        end = start + timeout
+        while True:
+            ok = self.transport.wait_for_writers(self.echo.readers[2], max(0.0, end - time.monotonic()))
+            if ok and need_js:
+                ok = self.transport.wait_for_readers(self.pub_js, max(0.0, end - time.monotonic()))
+            if ok or not self.node.alive() or time.monotonic() - start > compile_limit:
+                break
+            if self.node_compiling():
+                end = time.monotonic() + 30.0          # still compiling: give it time, visibly bounded
+                continue
+            break
         assert ok, "node did not come up:\n" + self.node.output()
         self.spin(0.3)  # let the node's side of discovery settle too
 
