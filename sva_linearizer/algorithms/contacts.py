@@ -161,13 +161,15 @@ def contact_rows(m, d, q, k, XF, R_f, p_f, dim, wa, kp, kd, e, JL, vel, nu_dot, 
     pose R, p, J, Jq (frames.frame_motion), the constraint rows Jc (dim x nv), the residual r (dim,)
     in the contact's reference frame and with derivatives dr = dr/dz at fixed nu_dot (dim x 2nv;
     module docstring). e: the Baumgarte error (zero without an anchor), JL: Jlog6(e) (6d).
-    With derivatives R, p are not recomputed: the pipeline's pass at nu_dot = 0 (same q) set them.
+    With derivatives R, p and Jq are not recomputed: the pipeline's pass at nu_dot = 0 (same q) set
+    them.
     As frame_motion, only the frame's active columns of J, Jq, ..., dr are written (the others
     are zero in the set's buffer and stay so); inlined into set_rows (one compiled call per set)."""
     nv = m.nv
     if not derivatives:             # with derivatives: the pose of the pass before, same q
         frame_pose_c(m, d, q, k, R_f, p_f, R, p)
-    ncol = frame_motion(m, d, k, XF, vel, nu_dot, derivatives, J, Jq, dvq, daq, dan, a, cols)
+    ncol = frame_motion(m, d, k, XF, vel, nu_dot, derivatives, not derivatives, J, Jq, dvq, daq, dan, a,
+                        cols)
     vF = d.t6[6]                                                 # scratch rows of the workspace
     for i in range(6):
         vF[i] = 0.0
@@ -334,17 +336,28 @@ class ContactSet:
 
     __slots__ = ("pairs", "terms", "ipar", "par", "offs", "buf", "cols", "m")
 
-    def __init__(self, d, pairs):
+    @staticmethod
+    def sizes(nv: int, pairs) -> tuple[int, int]:
+        """(ints, floats) that a set of these contacts occupies: ipar, offs, cols; par, buf."""
+        nc = len(pairs)
+        return nc * (5 + nv), nc * 92 + sum(terms_size(nv, c.dim) for c, _ in pairs)
+
+    def __init__(self, d, pairs, ints=None, floats=None):
+        """ints, floats: zeroed flat int64 / float64 arrays of sizes(d.nv, pairs) to hold the set's
+        arrays (a ContactPlan's buffers); None: the set allocates its own."""
         nv = d.nv
         nc = len(pairs)
+        ni, nf = ContactSet.sizes(nv, pairs)
+        ints = np.zeros(ni, dtype=np.int64) if ints is None else ints
+        floats = np.zeros(nf) if floats is None else floats
         self.pairs = pairs
-        self.ipar = np.zeros((nc, 4), dtype=np.int64)
-        self.par = np.zeros((nc, 92))
-        self.offs = np.zeros(nc, dtype=np.int64)
+        self.ipar = ints[0:4 * nc].reshape((nc, 4))
+        self.offs = ints[4 * nc:5 * nc]
+        self.cols = ints[5 * nc:ni].reshape((nc, nv))
+        self.par = floats[0:92 * nc].reshape((nc, 92))
+        self.buf = floats[92 * nc:nf]
         sizes = [terms_size(nv, c.dim) for c, _ in pairs]
         self.offs[1:] = np.cumsum(sizes)[:-1] if nc else []
-        self.buf = np.zeros(sum(sizes))
-        self.cols = np.zeros((nc, nv), dtype=np.int64)
         self.terms = []
         for i, (c, fr) in enumerate(pairs):
             self.ipar[i, 0:4] = (fr.k, c.dim, c.reference == "world_aligned",

@@ -124,23 +124,34 @@ def frame_pose(d, state, fr: FrameRef):
 
 @njit
 def _x_cols(X, M, cols, lo, hi):
-    """M[:, c] = X M[:, c] for the active columns c = cols[lo:hi] of a 6 x nv M (X held in locals:
-    the compiler cannot tell that the stores leave it unchanged)."""
+    """M[:, c] = X M[:, c] for the active columns c = cols[lo:hi] of a 6 x nv M, X = [[E, F], [0, E]]
+    a spatial transform (its zero block skipped: 27 multiplications a column, not 36). X is held in
+    locals: the compiler cannot tell that the stores leave it unchanged."""
     x00, x01, x02, x03, x04, x05 = X[0, 0], X[0, 1], X[0, 2], X[0, 3], X[0, 4], X[0, 5]
     x10, x11, x12, x13, x14, x15 = X[1, 0], X[1, 1], X[1, 2], X[1, 3], X[1, 4], X[1, 5]
     x20, x21, x22, x23, x24, x25 = X[2, 0], X[2, 1], X[2, 2], X[2, 3], X[2, 4], X[2, 5]
-    x30, x31, x32, x33, x34, x35 = X[3, 0], X[3, 1], X[3, 2], X[3, 3], X[3, 4], X[3, 5]
-    x40, x41, x42, x43, x44, x45 = X[4, 0], X[4, 1], X[4, 2], X[4, 3], X[4, 4], X[4, 5]
-    x50, x51, x52, x53, x54, x55 = X[5, 0], X[5, 1], X[5, 2], X[5, 3], X[5, 4], X[5, 5]
+    x33, x34, x35 = X[3, 3], X[3, 4], X[3, 5]
+    x43, x44, x45 = X[4, 3], X[4, 4], X[4, 5]
+    x53, x54, x55 = X[5, 3], X[5, 4], X[5, 5]
     for q in range(lo, hi):
         c = cols[q]
         t0, t1, t2, t3, t4, t5 = M[0, c], M[1, c], M[2, c], M[3, c], M[4, c], M[5, c]
         M[0, c] = x00 * t0 + x01 * t1 + x02 * t2 + x03 * t3 + x04 * t4 + x05 * t5
         M[1, c] = x10 * t0 + x11 * t1 + x12 * t2 + x13 * t3 + x14 * t4 + x15 * t5
         M[2, c] = x20 * t0 + x21 * t1 + x22 * t2 + x23 * t3 + x24 * t4 + x25 * t5
-        M[3, c] = x30 * t0 + x31 * t1 + x32 * t2 + x33 * t3 + x34 * t4 + x35 * t5
-        M[4, c] = x40 * t0 + x41 * t1 + x42 * t2 + x43 * t3 + x44 * t4 + x45 * t5
-        M[5, c] = x50 * t0 + x51 * t1 + x52 * t2 + x53 * t3 + x54 * t4 + x55 * t5
+        M[3, c] = x33 * t3 + x34 * t4 + x35 * t5
+        M[4, c] = x43 * t3 + x44 * t4 + x45 * t5
+        M[5, c] = x53 * t3 + x54 * t4 + x55 * t5
+
+
+@njit(inline="always")
+def _x_vec(X, x, out):
+    """out = X x for a spatial transform X = [[E, F], [0, E]] (zero block skipped); out may alias x."""
+    x0, x1, x2, x3, x4, x5 = x[0], x[1], x[2], x[3], x[4], x[5]
+    for i in range(3):
+        out[i] = X[i, 0] * x0 + X[i, 1] * x1 + X[i, 2] * x2 + X[i, 3] * x3 + X[i, 4] * x4 + X[i, 5] * x5
+    for i in range(3, 6):
+        out[i] = X[i, 3] * x3 + X[i, 4] * x4 + X[i, 5] * x5
 
 
 @njit
@@ -157,25 +168,33 @@ def _cross_col(l0, l1, l2, w0, w1, w2, M, c, out, oc, sign):
 
 
 @njit(inline="always")
-def frame_motion(m, d, k, XF, vel, nu_dot, derivatives, J, Jq, dvq, daq, dan, a, cols):
-    """Frame F (^F X_k, fixed) on body k, in F's coordinates: J (6 x nv, twist = J nu), Jq (6 x nv,
-    pose perturbation M -> M exp((Jq z_q)^)), a (6,): F's true (gravity-free) spatial acceleration
-    at nu_dot, and with derivatives the partials at fixed (nu, nu_dot): dvq = dv_F/dz_q,
-    daq = da_F/dz_q, dan = da_F/dnu (module docstring). Needs d.Xup, d.S, d.Sig, d.v, d.vp of an
-    EIDAmb run at the state. cols (nv ints) gets the active columns: the base's and the path's
-    joints; returns their number. Only the active columns are written (J, Jq always, dvq, daq, dan
-    with derivatives): the others are zero in the caller's arrays and stay so (the path of a
-    frame never changes, so buffers reused for one frame need no clearing). Nothing is allocated
-    (cols holds the path's bodies until each is replaced by its joint's column); inlined into
-    its callers: a compiled call passing the model and workspace views (m, d) costs more than a
-    short path's arithmetic."""
+def frame_motion(m, d, k, XF, vel, nu_dot, derivatives, with_jq, J, Jq, dvq, daq, dan, a, cols):
+    """Frame F (^F X_k, fixed) on body k, in F's coordinates: J (6 x nv, twist = J nu), with with_jq
+    Jq (6 x nv, pose perturbation M -> M exp((Jq z_q)^)), a (6,): F's true (gravity-free) spatial
+    acceleration at nu_dot, and with derivatives the partials at fixed (nu, nu_dot):
+    dvq = dv_F/dz_q, daq = da_F/dz_q, dan = da_F/dnu (module docstring). Needs d.Xup, d.S, d.Sig,
+    d.v, d.vp of an EIDAmb run at the state. cols (nv ints) gets the active columns: the base's and
+    the path's joints; returns their number. Only the active columns are written (J, Jq with
+    with_jq, dvq, daq, dan with derivatives): the others are zero in the caller's arrays and stay
+    so (the path of a frame never changes, so buffers reused for one frame need no clearing).
+    Jq depends on q alone: a second call at the same q (the contacts' derivative pass) leaves it
+    (with_jq False). It equals J where the path's position twists equal its motion subspaces
+    (every built-in joint), and is then copied. In body coordinates nothing depends on z_H, so
+    dvq's and daq's base columns stay zero and are skipped. Nothing is allocated (cols holds the
+    path's bodies until each is replaced by its joint's column); inlined into its callers: a
+    compiled call passing the model and workspace views (m, d) costs more than a short path's
+    arithmetic."""
     vidx, Xup, S, Sig = m.vidx, d.Xup, d.S, d.Sig
     off = 6 if m.floating else 0
     npath = 0
     b = k
+    sig_is_gamma = True                                       # Jq = J (no custom joint with sigma != Gamma)
     while b > 0:
         npath += 1
+        for i in range(6):
+            sig_is_gamma = sig_is_gamma and Sig[b, i] == S[b, i]
         b = m.lam[b]
+    own_jq = with_jq and not sig_is_gamma                     # Jq transformed along with J
     ncol = off + npath
     b = k
     for q in range(ncol - 1, off - 1, -1):                    # the path's bodies, root first
@@ -185,7 +204,8 @@ def frame_motion(m, d, k, XF, vel, nu_dot, derivatives, J, Jq, dvq, daq, dan, a,
         c = q if q < off else vidx[cols[q]]
         for i in range(6):
             J[i, c] = 0.0
-            Jq[i, c] = 0.0
+            if own_jq:
+                Jq[i, c] = 0.0
             if derivatives:
                 dvq[i, c] = 0.0
                 daq[i, c] = 0.0
@@ -193,23 +213,24 @@ def frame_motion(m, d, k, XF, vel, nu_dot, derivatives, J, Jq, dvq, daq, dan, a,
     for i in range(off):
         cols[i] = i
         J[i, i] = 1.0
-        Jq[i, i] = 1.0
+        if own_jq:
+            Jq[i, i] = 1.0
     for i in range(6):
         a[i] = nu_dot[i] if m.floating else 0.0
+    ap = d.t6[7]                                                 # scratch row: X a_p
     for q in range(off, ncol):
         b = cols[q]
         j = vidx[b]
         cols[q] = j
         X = Xup[b]
         _x_cols(X, J, cols, 0, q)
-        _x_cols(X, Jq, cols, 0, q)
+        if own_jq:
+            _x_cols(X, Jq, cols, 0, q)
         for i in range(6):
             J[i, j] = S[b, i]
-            Jq[i, j] = Sig[b, i]
-        a0, a1, a2, a3, a4, a5 = a[0], a[1], a[2], a[3], a[4], a[5]
-        ap = d.t6[7]                                             # scratch row: X a_p
-        for i in range(6):
-            ap[i] = X[i, 0] * a0 + X[i, 1] * a1 + X[i, 2] * a2 + X[i, 3] * a3 + X[i, 4] * a4 + X[i, 5] * a5
+            if own_jq:
+                Jq[i, j] = Sig[b, i]
+        _x_vec(X, a, ap)
         r, rdd = vel[j], nu_dot[j]
         s0, s1, s2, s3, s4, s5 = S[b, 0] * r, S[b, 1] * r, S[b, 2] * r, S[b, 3] * r, S[b, 4] * r, S[b, 5] * r
         for i in range(6):
@@ -223,8 +244,8 @@ def frame_motion(m, d, k, XF, vel, nu_dot, derivatives, J, Jq, dvq, daq, dan, a,
         a[4] += 1.0 * (w2 * s3 - w0 * s5)
         a[5] += 1.0 * (w0 * s4 - w1 * s3)
         if derivatives:
-            _x_cols(X, dvq, cols, 0, q)
-            _x_cols(X, daq, cols, 0, q)
+            _x_cols(X, dvq, cols, off, q)                        # (base columns: zero)
+            _x_cols(X, daq, cols, off, q)
             _x_cols(X, dan, cols, 0, q)
             vpb = d.vp[b]
             _cross_col(vpb[0], vpb[1], vpb[2], vpb[3], vpb[4], vpb[5], Sig.T, b, dvq, j, 1.0)   # Psi-dot
@@ -232,25 +253,29 @@ def frame_motion(m, d, k, XF, vel, nu_dot, derivatives, J, Jq, dvq, daq, dan, a,
             _cross_col(l0, l1, l2, w0, w1, w2, S.T, b, dan, j, 1.0)                           # v x Gamma
             for qq in range(q + 1):
                 c = cols[qq]
-                _cross_col(s0, s1, s2, s3, s4, s5, dvq, c, daq, c, -1.0)   # (d v / d z_q) x Gamma r
+                if qq >= off:
+                    _cross_col(s0, s1, s2, s3, s4, s5, dvq, c, daq, c, -1.0)   # (d v / d z_q) x Gamma r
                 _cross_col(s0, s1, s2, s3, s4, s5, J, c, dan, c, -1.0)     # (d v / d nu) x Gamma r
     _x_cols(XF, J, cols, 0, ncol)
-    _x_cols(XF, Jq, cols, 0, ncol)
+    if own_jq:
+        _x_cols(XF, Jq, cols, 0, ncol)
+    elif with_jq:
+        for q in range(ncol):
+            c = cols[q]
+            for i in range(6):
+                Jq[i, c] = J[i, c]
     if derivatives:
-        _x_cols(XF, dvq, cols, 0, ncol)
-        _x_cols(XF, daq, cols, 0, ncol)
+        _x_cols(XF, dvq, cols, off, ncol)
+        _x_cols(XF, daq, cols, off, ncol)
         _x_cols(XF, dan, cols, 0, ncol)
-    a0, a1, a2, a3, a4, a5 = a[0], a[1], a[2], a[3], a[4], a[5]
-    for i in range(6):
-        a[i] = (XF[i, 0] * a0 + XF[i, 1] * a1 + XF[i, 2] * a2 + XF[i, 3] * a3 + XF[i, 4] * a4
-                + XF[i, 5] * a5)
+    _x_vec(XF, a, a)
     return ncol
 
 
 @njit
 def frame_motion_entry(ib, fb, k, XF, vel, nu_dot, derivatives, J, Jq, dvq, daq, dan, a, cols):
     m, d, _ = views(ib, fb)
-    return frame_motion(m, d, k, XF, vel, nu_dot, derivatives, J, Jq, dvq, daq, dan, a, cols)
+    return frame_motion(m, d, k, XF, vel, nu_dot, derivatives, True, J, Jq, dvq, daq, dan, a, cols)
 
 
 class FrameMotion:

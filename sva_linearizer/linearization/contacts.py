@@ -2,9 +2,9 @@
 (algorithms/contacts.py has the definitions and the equations). The same kernels as linearize:
 stage 1 (kinematics, EIDAmb with the input forces in d.fext, IMMAmb, the free acceleration) and
 stage 2 (EIDAmb at the constrained acceleration with every contact wrench applied, its IDSVA
-derivatives, A's upper blocks) are continuous.free_acceleration / linearize_at; with the contacts'
-rows and wrenches (algorithms/contacts.py), the Delassus solve and the assembly of A, B they form
-one compiled call, contacts_pipeline.
+derivatives, the assembly of A, B) are continuous.free_acceleration, derivatives_at and assemble;
+with the contacts' rows and wrenches (algorithms/contacts.py) and the Delassus solve they form one
+compiled call, contacts_pipeline.
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .._jit import ensure_compiled, njit
+from .._jit import carve_view, ensure_compiled, njit
 from ..algorithms.common import BAD_INPUT, NOT_FINITE, singular_mass_matrix_error
 from ..algorithms.contacts import (Contact, ContactSet, check_contacts, check_forces, delassus_inverse,
                                    set_gather, set_rows, set_wrench)
@@ -21,7 +21,7 @@ from ..algorithms.eidamb import eidamb_entry
 from ..algorithms.kinematics import fill_custom, prepare
 from ..data import get_data, kernel, views
 from ..state import input_error
-from .continuous import Linearization, free_acceleration, linearize_at
+from .continuous import Linearization, assemble, derivatives_at, free_acceleration
 from .discrete import check_dt, discretize
 from .overflow import overflow_error
 
@@ -95,12 +95,12 @@ def _rows_dot(ipar, cols, Jc, X, out):
 
 def _ws_shapes(nv, n, mc, mf):
     """The shapes of contacts_pipeline's scratch arrays, in the order _carve_ws returns them:
-    Jc, Y^T, Y, K, L, K^-1, r0, rhs, G, Jc G - Ar, Ar, B0, a vector, E, Minv E, Jf, Jf Minv, B_f,
-    Jc B_f, K^-1 Jc B_f, Y dlambda/dtau (m = mc contact rows, mf input force rows)."""
+    Jc, Y^T, Y, K, L, K^-1, r0, rhs, G (D + E, then Y dlambda/dz), Jc G - Ar, Ar, B0, a vector, Jf,
+    Jf Minv, B_f, Jc B_f, K^-1 Jc B_f, Y dlambda/dtau (m = mc contact rows, mf input force rows)."""
     nx = 2 * nv
     return ((mc, nv), (mc, nv), (nv, mc), (mc, mc), (mc, mc), (mc, mc), (mc, 1), (mc, 1), (nv, nx),
-            (mc, nx), (mc, nx), (nx, n), (nv, 1), (nv, nv), (nv, nv), (mf, nv), (mf, nv), (nv, mf),
-            (mc, mf), (mc, mf), (nv, n))
+            (mc, nx), (mc, nx), (nx, n), (nv, 1), (mf, nv), (mf, nv), (nv, mf), (mc, mf), (mc, mf),
+            (nv, n))
 
 
 _ws_shapes_c = njit(inline="always")(_ws_shapes)
@@ -112,9 +112,9 @@ def workspace_size(nv: int, n: int, mc: int, mf: int) -> int:
     return sum(r * c for r, c in _ws_shapes(nv, n, mc, mf))
 
 
-@njit
+@njit(inline="always")
 def _take(ws, o, shape):
-    return ws[o:o + shape[0] * shape[1]].reshape(shape), o + shape[0] * shape[1]
+    return carve_view(ws, o, shape), o + shape[0] * shape[1]
 
 
 @njit(inline="always")
@@ -135,15 +135,13 @@ def _carve_ws(nv, n, mc, mf, ws):
     Ar, o = _take(ws, o, sh[10])
     B0, o = _take(ws, o, sh[11])
     V1, o = _take(ws, o, sh[12])
-    E, o = _take(ws, o, sh[13])
-    ME, o = _take(ws, o, sh[14])
-    Jf, o = _take(ws, o, sh[15])
-    BfT, o = _take(ws, o, sh[16])
-    Bf, o = _take(ws, o, sh[17])
-    T1, o = _take(ws, o, sh[18])
-    T2, o = _take(ws, o, sh[19])
-    TB, o = _take(ws, o, sh[20])
-    return Jc, YT, Y, K, L, Kinv, r0, rhs, G, R2, Ar, B0, V1, E, ME, Jf, BfT, Bf, T1, T2, TB
+    Jf, o = _take(ws, o, sh[13])
+    BfT, o = _take(ws, o, sh[14])
+    Bf, o = _take(ws, o, sh[15])
+    T1, o = _take(ws, o, sh[16])
+    T2, o = _take(ws, o, sh[17])
+    TB, o = _take(ws, o, sh[18])
+    return Jc, YT, Y, K, L, Kinv, r0, rhs, G, R2, Ar, B0, V1, Jf, BfT, Bf, T1, T2, TB
 
 
 @kernel
@@ -154,9 +152,9 @@ def contacts_pipeline(m, d, q, vel, tau, fi, fp, fo, fbuf, fcols, fvec, ci, cp, 
     acceleration); the contacts' rows at nu_dot = 0 (Jc, drift r0); the Delassus matrix K = Jc Minv
     Jc^T (Cholesky), lambda = -K^-1 (Jc nu_free + r0), nu_dot = nu_free + Minv Jc^T lambda (in
     d.nu_dot), the contact wrenches into d.fext; with linearize: stage 2 (EIDAmb's derivatives D
-    with the wrenches applied, A's upper blocks, and -Minv D, B's Minv S: linearize_at), the
-    world-aligned rotation term E, the rows' derivatives Ar at nu_dot, and with G = Minv (D + E)
-    (= -linearize_at's lower A block + Minv E) and Y = Minv Jc^T:
+    with the wrenches applied: derivatives_at), the world-aligned rotation term E added to D's z_q
+    columns, A's upper blocks, -Minv (D + E) and B's Minv S (assemble), the rows' derivatives Ar
+    at nu_dot, and with G = Minv (D + E) (= -assemble's lower A block) and Y = Minv Jc^T:
         dlambda/dz = K^-1 (Jc G - Ar), A_low = -G + Y dlambda/dz
         dlambda/dtau = -K^-1 Y^T S (= -K^-1 Jc Minv S), B = [Minv S + Y dlambda/dtau | B_f],
         B_f = (1 - Y K^-1 Jc) Minv Jf^T.
@@ -170,10 +168,10 @@ def contacts_pipeline(m, d, q, vel, tau, fi, fp, fo, fbuf, fcols, fvec, ci, cp, 
     off = nv - n
     nx = 2 * nv
     mf, mc = fvec.shape[0], lam.shape[0]
-    Jc, YT, Y, K, L, Kinv, r0, rhs, G, R2, Ar, B0, V1, E, ME, Jf, BfT, Bf, T1, T2, TB = _carve_ws(
+    Jc, YT, Y, K, L, Kinv, r0, rhs, G, R2, Ar, B0, V1, Jf, BfT, Bf, T1, T2, TB = _carve_ws(
         nv, n, mc, mf, ws)
     zero = V1.reshape((nv,))                                     # nu_dot = 0 for the rows' drift
-    noE = E[0:0, 0:0]
+    noE = G[0:0, 0:0]
     for i in range(nv):
         zero[i] = 0.0
     if mf > 0:
@@ -216,30 +214,26 @@ def contacts_pipeline(m, d, q, vel, tau, fi, fp, fo, fbuf, fcols, fvec, ci, cp, 
         set_wrench(nv, d.fext, d.t6[3], ci, cp, co, cbuf, ccols, lam, True, noE)
     if not linearize:
         return 0
-    status = linearize_at(m, d, vel, A, B0, 0.0, A, B0)
-    if status != 0:
-        return status
-    AL = A[nv:]
-    for i in range(nv):                                          # G = Minv D (linearize_at: -Minv D)
+    derivatives_at(m, d, vel)                                    # D with the wrenches applied
+    D = d.D
+    for i in range(nv):                                          # G := D (+ E)
         for c in range(nx):
-            G[i, c] = -AL[i, c]
+            G[i, c] = D[i, c]
     wa = False                                                   # world-aligned forces turn with the links
     for i in range(fi.shape[0]):
         wa = wa or fi[i, 2] != 0
     for i in range(ci.shape[0]):
         wa = wa or ci[i, 2] != 0
-    if wa:
-        for i in range(nv):
-            for c in range(nv):
-                E[i, c] = 0.0
+    if wa:                                                       # E into G's z_q columns
+        Eq = G[:, 0:nv]
         if mf > 0:
-            set_wrench(nv, d.fext, d.t6[3], fi, fp, fo, fbuf, fcols, fvec, False, E)
+            set_wrench(nv, d.fext, d.t6[3], fi, fp, fo, fbuf, fcols, fvec, False, Eq)
         if mc > 0:
-            set_wrench(nv, d.fext, d.t6[3], ci, cp, co, cbuf, ccols, lam, False, E)
-        np.dot(Minv, E, ME)
-        for i in range(nv):
-            for c in range(nv):
-                G[i, c] += ME[i, c]
+            set_wrench(nv, d.fext, d.t6[3], ci, cp, co, cbuf, ccols, lam, False, Eq)
+    status = assemble(m, d, vel, G, A, B0, 0.0, A, B0)           # A_low = -Minv (D + E)
+    if status != 0:
+        return status
+    AL = A[nv:]
     if mf > 0:                                                   # B_f = Minv Jf^T
         set_gather(nv, fi, fo, fbuf, 0, Jf)
         _rows_dot(fi, fcols, Jf, Minv, BfT)
@@ -249,10 +243,10 @@ def contacts_pipeline(m, d, q, vel, tau, fi, fp, fo, fbuf, fcols, fvec, ci, cp, 
     if mc > 0:
         set_rows(m, d, q, vel, nu, True, ci, cp, co, cbuf, ccols)
         set_gather(nv, ci, co, cbuf, 2, Ar)
-        _rows_dot(ci, ccols, Jc, G, R2)                          # Jc G - Ar
+        _rows_dot(ci, ccols, Jc, AL, R2)                         # Jc Minv (D + E) - Ar = -(Jc A_low + Ar)
         for r in range(mc):
             for c in range(nx):
-                R2[r, c] -= Ar[r, c]
+                R2[r, c] = -R2[r, c] - Ar[r, c]
         np.dot(Kinv, R2, dz)
         for r in range(mc):
             for j in range(n):
@@ -260,10 +254,10 @@ def contacts_pipeline(m, d, q, vel, tau, fi, fp, fo, fbuf, fcols, fvec, ci, cp, 
                 for s in range(mc):
                     acc += Kinv[r, s] * YT[s, off + j]
                 dtau[r, j] = -acc
-        np.dot(Y, dz, AL)                                        # A_low = Y dlambda/dz - G
+        np.dot(Y, dz, G)                                         # A_low += Y dlambda/dz
         for i in range(nv):
             for c in range(nx):
-                AL[i, c] -= G[i, c]
+                AL[i, c] += G[i, c]
         np.dot(Y, dtau, TB)
         if mf > 0:                                               # B_f -= Y K^-1 Jc B_f
             _rows_dot(ci, ccols, Jc, Bf, T1)
@@ -276,8 +270,6 @@ def contacts_pipeline(m, d, q, vel, tau, fi, fp, fo, fbuf, fcols, fvec, ci, cp, 
                     Bf[i, j] -= acc
     else:
         for i in range(nv):
-            for c in range(nx):
-                AL[i, c] = -G[i, c]
             for c in range(n):
                 TB[i, c] = 0.0
     total = 0.0
@@ -297,22 +289,42 @@ def contacts_pipeline(m, d, q, vel, tau, fi, fp, fo, fbuf, fcols, fvec, ci, cp, 
     return 0
 
 
+@njit(inline="always")
+def plan_views(nv, nj, pi, pf):
+    """A ContactPlan's arrays as views of its two flat buffers (header: ContactPlan.__init__): the
+    input forces' set (ipar, par, offs, buf, cols), the input forces, the contacts' set, the
+    workspace and the outputs A, B, lambda, dlambda/dz, dlambda/dtau."""
+    nf, nc, mf, mc = pi[0], pi[1], pi[2], pi[3]
+    o = pi[4]
+    fi = carve_view(pi, o, (nf, 4))
+    fo = carve_view(pi, o + 4 * nf, (nf,))
+    fcols = carve_view(pi, o + 5 * nf, (nf, nv))
+    o = pi[5]
+    ci = carve_view(pi, o, (nc, 4))
+    co = carve_view(pi, o + 4 * nc, (nc,))
+    ccols = carve_view(pi, o + 5 * nc, (nc, nv))
+    fp = carve_view(pf, pi[6], (nf, 92))
+    fbuf = carve_view(pf, pi[6] + 92 * nf, (pi[7],))
+    cp = carve_view(pf, pi[8], (nc, 92))
+    cbuf = carve_view(pf, pi[8] + 92 * nc, (pi[9],))
+    fvec = carve_view(pf, pi[10], (mf,))
+    ws = carve_view(pf, pi[11], (pi[12],))
+    A = carve_view(pf, pi[13], (2 * nv, 2 * nv))
+    B = carve_view(pf, pi[14], (2 * nv, nj + mf))
+    lam = carve_view(pf, pi[15], (mc,))
+    dz = carve_view(pf, pi[16], (mc, 2 * nv))
+    dtau = carve_view(pf, pi[17], (mc, nj))
+    return fi, fp, fo, fbuf, fcols, fvec, ci, cp, co, cbuf, ccols, ws, A, B, lam, dz, dtau
+
+
 @njit
-def contacts_entry(ib, fb, q, vel, tau, fi, fp, fo, fbuf, fcols, fvec, ci, cp, co, cbuf, ccols, ws,
-                   linearize, A, B, lam, dz, dtau):
+def contacts_entry(ib, fb, q, vel, tau, pi, pf, linearize):
+    """contacts_pipeline with a plan's arrays (two buffers: few arguments to pass)."""
     m, d, _ = views(ib, fb)
+    fi, fp, fo, fbuf, fcols, fvec, ci, cp, co, cbuf, ccols, ws, A, B, lam, dz, dtau = plan_views(
+        m.nv, m.n, pi, pf)
     return contacts_pipeline(m, d, q, vel, tau, fi, fp, fo, fbuf, fcols, fvec, ci, cp, co, cbuf, ccols,
                              ws, linearize, A, B, lam, dz, dtau)
-
-
-_EMPTY = (np.zeros((0, 4), dtype=np.int64), np.zeros((0, 92)), np.zeros(0, dtype=np.int64), np.zeros(0),
-          np.zeros((0, 1), dtype=np.int64))
-
-
-def _set_arrays(cset):
-    if cset is None:
-        return _EMPTY
-    return cset.ipar, cset.par, cset.offs, cset.buf, cset.cols
 
 
 _NO_FORCES = np.zeros(0)
@@ -323,24 +335,49 @@ class ContactPlan:
     """What a call with these contacts and input forces needs on one Data, built once and kept in
     the Data (found by the Contact objects' identities; Contacts are immutable): the checked
     (Contact, FrameRef) pairs packed as ContactSets, the pipeline's workspace (workspace_size) and
-    the compiled call's arguments. A Data serves one call at a time (get_data), so a plan's
-    buffers are never shared between threads."""
+    its outputs, all in two flat buffers (pi: int64, pf: float64; plan_views carves them), so that
+    the compiled call takes few arguments. A Data serves one call at a time (get_data), so a plan's
+    buffers are never shared between threads.
 
-    __slots__ = ("contacts", "force_contacts", "cset", "fset", "ws", "mc", "mf", "anchored", "args_c",
-                 "args_f", "dims")
+    pi's header: [nf, nc (contacts in the force set / the contact set), mf, mc (their rows), the
+    sets' int offsets (2), the force set's float offset and buf size, the contact set's (2),
+    offsets of fvec, ws (and its size), A, B, lam, dz, dtau in pf]."""
+
+    __slots__ = ("contacts", "force_contacts", "cset", "fset", "mc", "mf", "anchored", "dims", "pi",
+                 "pf", "fvec", "A", "B", "lam", "dz", "dtau")
+    HEADER = 18
 
     def __init__(self, d, cs, fs):
+        nv, nj = d.nv, d.nj
         self.contacts = [c for c, _ in cs]          # held: their ids key the plan
         self.force_contacts = [c for c, _ in fs]
-        self.cset = ContactSet(d, cs) if cs else None
-        self.fset = ContactSet(d, fs) if fs else None
-        self.mc = self.cset.m if self.cset else 0
-        self.mf = self.fset.m if self.fset else 0
         self.dims = [c.dim for c in self.force_contacts]
+        self.mc = sum(c.dim for c, _ in cs)
+        self.mf = sum(self.dims)
+        mc, mf = self.mc, self.mf
+        (fni, fnf), (cni, cnf) = ContactSet.sizes(nv, fs), ContactSet.sizes(nv, cs)
+        H = ContactPlan.HEADER
+        floats = [("fset", fnf), ("cset", cnf), ("fvec", mf), ("ws", workspace_size(nv, nj, mc, mf)),
+                  ("A", 4 * nv * nv), ("B", 2 * nv * (nj + mf)), ("lam", mc), ("dz", 2 * nv * mc),
+                  ("dtau", mc * nj)]
+        at, o = {}, 0
+        for name, size in floats:
+            at[name] = o
+            o += size
+        self.pi = pi = np.zeros(H + fni + cni, dtype=np.int64)
+        self.pf = pf = np.zeros(o)
+        pi[0:H] = (len(fs), len(cs), mf, mc, H, H + fni, at["fset"], fnf - 92 * len(fs), at["cset"],
+                   cnf - 92 * len(cs), at["fvec"], at["ws"], at["A"] - at["ws"], at["A"], at["B"],
+                   at["lam"], at["dz"], at["dtau"])
+        self.fset = ContactSet(d, fs, pi[H:H + fni], pf[at["fset"]:at["fset"] + fnf]) if fs else None
+        self.cset = ContactSet(d, cs, pi[H + fni:], pf[at["cset"]:at["cset"] + cnf]) if cs else None
         self.anchored = self.cset is not None and self.cset.anchored
-        self.ws = np.zeros(workspace_size(d.nv, d.nj, self.mc, self.mf))
-        self.args_f = _set_arrays(self.fset)
-        self.args_c = _set_arrays(self.cset)
+        self.fvec = pf[at["fvec"]:at["fvec"] + mf]
+        self.A = pf[at["A"]:at["B"]].reshape((2 * nv, 2 * nv))
+        self.B = pf[at["B"]:at["lam"]].reshape((2 * nv, nj + mf))
+        self.lam = pf[at["lam"]:at["dz"]]
+        self.dz = pf[at["dz"]:at["dtau"]].reshape((mc, 2 * nv))
+        self.dtau = pf[at["dtau"]:].reshape((mc, nj))
 
     def force_vector(self, fpairs):
         """The input forces stacked, or None when one is not `dim` finite numbers (check_forces
@@ -392,7 +429,9 @@ def contact_plan(model: Model, d, contacts, forces):
 
 
 def run_contacts(model: Model, state: State, tau: np.ndarray, contacts, forces, data, linearize: bool):
-    """contacts_pipeline on the Data; returns (nu_dot, Minv, D, A, B, lam, dz, dtau) (arrays fresh)."""
+    """contacts_pipeline on the Data; returns (nu_dot, Minv, D, A, B, lam, dz, dtau): views into the
+    caller's data (and its contact plan), overwritten by its next use, as linearize's; fresh arrays
+    without data."""
     ensure_compiled("contacts")
     d = get_data(model, data)
     plan, fvec = contact_plan(model, d, contacts, forces)
@@ -401,18 +440,14 @@ def run_contacts(model: Model, state: State, tau: np.ndarray, contacts, forces, 
         if d.custom:
             fill_custom(d, state.s)
         q, v = state.q, state.v
-        nv, nj = model.nv, model.nj
+        nj = model.nj
         cset = plan.cset
         if plan.anchored:
-            if eidamb_entry(d.ib, d.fb, q, v, np.zeros(nv)) != 0:   # the kinematics for the poses
+            if eidamb_entry(d.ib, d.fb, q, v, np.zeros(model.nv)) != 0:   # the kinematics for the poses
                 raise input_error(model, q, v, tau)
             cset.anchor_errors(d, state)
-        mc, mf = plan.mc, fvec.size
-        A = np.empty((2 * nv, 2 * nv))
-        B = np.empty((2 * nv, nj + mf))
-        lam, dz, dtau = np.empty(mc), np.empty((mc, 2 * nv)), np.empty((mc, nj))
-        status = contacts_entry(d.ib, d.fb, q, v, tau, *plan.args_f, fvec, *plan.args_c, plan.ws,
-                                linearize, A, B, lam, dz, dtau)
+        plan.fvec[:] = fvec
+        status = contacts_entry(d.ib, d.fb, q, v, tau, plan.pi, plan.pf, linearize)
         if status == BAD_INPUT:
             raise input_error(model, q, v, tau)
         if status == CONTACTS_SINGULAR:         # name the contacts (delassus_inverse raises)
@@ -420,20 +455,22 @@ def run_contacts(model: Model, state: State, tau: np.ndarray, contacts, forces, 
             delassus_inverse(model, cset.terms, Jc @ d.Minv @ Jc.T)
             raise ValueError("the contact constraints are too ill-conditioned to solve")
         if status == NOT_FINITE:
-            raise overflow_error(model, d, q, v, tau, A, B[:, :nj])
+            raise overflow_error(model, d, q, v, tau, plan.A, plan.B[:, :nj])
         if status != 0:
             raise singular_mass_matrix_error(model, status, d)
-        return d.nu_dot.copy(), d.Minv.copy(), d.D.copy(), A, B, lam, dz, dtau
+        out = (d.nu_dot, d.Minv, d.D, plan.A, plan.B, plan.lam, plan.dz, plan.dtau)
+        return out if data is not None else tuple(x.copy() for x in out)
     finally:
         d._busy = busy
 
 
 @njit
-def contacts_chunk(ib, fb, Q, V, TAU, fi, fp, fo, fbuf, fcols, FV, ci, cp, co, cbuf, ccols, ws, OA, OB,
-                   lam, dz, dtau, status, lo, hi):
+def contacts_chunk(ib, fb, Q, V, TAU, pi, pf, FV, OA, OB, status, lo, hi):
     """contacts_pipeline (linearize) for rows lo..hi-1 of Q, V, TAU (input forces FV[i]) on one
-    thread's workspace and plan: A, B into OA[i], OB[i], the status into status[i]."""
+    thread's Data and contact plan (pi, pf): A, B into OA[i], OB[i], the status into status[i]."""
     m, d, _ = views(ib, fb)
+    fi, fp, fo, fbuf, fcols, fvec, ci, cp, co, cbuf, ccols, ws, A, B, lam, dz, dtau = plan_views(
+        m.nv, m.n, pi, pf)
     for i in range(lo, hi):
         status[i] = contacts_pipeline(m, d, Q[i], V[i], TAU[i], fi, fp, fo, fbuf, fcols, FV[i], ci, cp, co,
                                       cbuf, ccols, ws, True, OA[i], OB[i], lam, dz, dtau)
@@ -477,16 +514,14 @@ def batch_contacts(model: Model, Q, V, T, OA, OB, contacts, per_state, nthreads,
     def work(_):
         d = get_data(model)                 # this thread's own Data, and its plan
         plan, _ = contact_plan(model, d, contacts, keys)
-        mc, nv, nj = plan.mc, model.nv, model.nj
-        lam, dz, dtau = np.empty(mc), np.empty((mc, 2 * nv)), np.empty((mc, nj))
         busy, d._busy = d._busy, True
         try:
             while True:
                 lo = next(counter) * chunk
                 if lo >= N:
                     return
-                contacts_chunk(d.ib, d.fb, Q, V, T, *plan.args_f, FV, *plan.args_c, plan.ws, OA, OB,
-                               lam, dz, dtau, status, lo, min(N, lo + chunk))
+                contacts_chunk(d.ib, d.fb, Q, V, T, plan.pi, plan.pf, FV, OA, OB, status, lo,
+                               min(N, lo + chunk))
         finally:
             d._busy = busy
 
@@ -534,6 +569,7 @@ def forward_dynamics_contacts(model: Model, state: State, tau: np.ndarray, conta
                               data=None):
     """nu_dot with rigid contacts and/or input forces; with contacts (nu_dot, forces)."""
     nu, _, _, _, _, lam, _, _ = run_contacts(model, state, tau, contacts, forces, data, False)
+    nu = nu.copy() if data is not None else nu
     if contacts:
-        return nu, lam
+        return nu, (lam.copy() if data is not None else lam)
     return nu

@@ -100,14 +100,26 @@ def linearize_at(m, d, vel, A, B, dt, Ad, Bd):
     """A and B at the acceleration d.nu_dot (after free_acceleration, or a contact solve that
     replaced d.nu_dot and d.fext): EIDAmb there, its derivatives (Tables 4.2-4.5), the assembly
     (3.53) and with dt > 0 the discrete step. Returns 0 or NOT_FINITE."""
+    derivatives_at(m, d, vel)
+    return assemble(m, d, vel, d.D, A, B, dt, Ad, Bd)
+
+
+@njit(inline="always")
+def derivatives_at(m, d, vel):
+    """EIDAmb at the acceleration d.nu_dot, then its derivatives D (Tables 4.2-4.5) into d.D."""
+    set_base_acceleration(m, d, d.nu_dot)
+    eidamb(m, d, vel, d.nu_dot, m.nb < 0)  # accelerations only
+    eidamb_derivatives(m, d)
+
+
+@njit(inline="always")
+def assemble(m, d, vel, Dm, A, B, dt, Ad, Bd):
+    """A = [[-ad(v) (+) 0, I], [-Minv Dm]], B = [[0], [Minv S]] (3.53) with Dm = d.D (or D with the
+    contacts' extra term: contacts.py), and with dt > 0 the discrete step. Returns 0 or
+    NOT_FINITE."""
     nv, n, nu_dot = m.nv, m.n, d.nu_dot
     off = nv - n
     Minv = d.Minv
-    # EIDAmb at the consistent acceleration, then its derivatives (Tables 4.2-4.5)
-    set_base_acceleration(m, d, nu_dot)
-    eidamb(m, d, vel, nu_dot, m.nb < 0)  # accelerations only
-    eidamb_derivatives(m, d)
-    # A = [[-ad(v) (+) 0, I], [-Minv D]], B = [[0], [Minv S]]  (3.53)
     nx = 2 * nv
     for i in range(nv):
         for c in range(nx):
@@ -125,7 +137,7 @@ def linearize_at(m, d, vel, A, B, dt, Ad, Bd):
             for i in range(6):
                 total += A[i, c]
     AL = A[nv:]
-    np.dot(Minv, d.D, AL)                                            # BLAS: -Minv D, in place
+    np.dot(Minv, Dm, AL)                                             # BLAS: -Minv D, in place
     for i in range(nv):
         Ai = AL[i]
         for c in range(nx):
