@@ -161,15 +161,14 @@ def contact_rows(m, d, q, k, XF, R_f, p_f, dim, wa, kp, kd, e, JL, vel, nu_dot, 
     pose R, p, J, Jq (frames.frame_motion), the constraint rows Jc (dim x nv), the residual r (dim,)
     in the contact's reference frame and with derivatives dr = dr/dz at fixed nu_dot (dim x 2nv;
     module docstring). e: the Baumgarte error (zero without an anchor), JL: Jlog6(e) (6d).
-    With derivatives R, p and Jq are not recomputed: the pipeline's pass at nu_dot = 0 (same q) set
-    them.
+    With derivatives R, p, J and Jq are not recomputed: the pipeline's pass at nu_dot = 0 (same q)
+    set them.
     As frame_motion, only the frame's active columns of J, Jq, ..., dr are written (the others
     are zero in the set's buffer and stay so); inlined into set_rows (one compiled call per set)."""
     nv = m.nv
     if not derivatives:             # with derivatives: the pose of the pass before, same q
         frame_pose_c(m, d, q, k, R_f, p_f, R, p)
-    ncol = frame_motion(m, d, k, XF, vel, nu_dot, derivatives, not derivatives, J, Jq, dvq, daq, dan, a,
-                        cols)
+    ncol = frame_motion(m, d, k, XF, vel, nu_dot, derivatives, J, Jq, dvq, daq, dan, a, cols)
     vF = d.t6[6]                                                 # scratch rows of the workspace
     for i in range(6):
         vF[i] = 0.0

@@ -168,22 +168,28 @@ def _cross_col(l0, l1, l2, w0, w1, w2, M, c, out, oc, sign):
 
 
 @njit(inline="always")
-def frame_motion(m, d, k, XF, vel, nu_dot, derivatives, with_jq, J, Jq, dvq, daq, dan, a, cols):
-    """Frame F (^F X_k, fixed) on body k, in F's coordinates: J (6 x nv, twist = J nu), with with_jq
-    Jq (6 x nv, pose perturbation M -> M exp((Jq z_q)^)), a (6,): F's true (gravity-free) spatial
-    acceleration at nu_dot, and with derivatives the partials at fixed (nu, nu_dot):
-    dvq = dv_F/dz_q, daq = da_F/dz_q, dan = da_F/dnu (module docstring). Needs d.Xup, d.S, d.Sig,
-    d.v, d.vp of an EIDAmb run at the state. cols (nv ints) gets the active columns: the base's and
-    the path's joints; returns their number. Only the active columns are written (J, Jq with
-    with_jq, dvq, daq, dan with derivatives): the others are zero in the caller's arrays and stay
-    so (the path of a frame never changes, so buffers reused for one frame need no clearing).
-    Jq depends on q alone: a second call at the same q (the contacts' derivative pass) leaves it
-    (with_jq False). It equals J where the path's position twists equal its motion subspaces
-    (every built-in joint), and is then copied. In body coordinates nothing depends on z_H, so
-    dvq's and daq's base columns stay zero and are skipped. Nothing is allocated (cols holds the
-    path's bodies until each is replaced by its joint's column); inlined into its callers: a
-    compiled call passing the model and workspace views (m, d) costs more than a short path's
-    arithmetic."""
+def frame_motion(m, d, k, XF, vel, nu_dot, derivatives, J, Jq, dvq, daq, dan, a, cols):
+    """Frame F (^F X_k, fixed) on body k, in F's coordinates, in two passes at one q.
+
+    Without derivatives: J (6 x nv, twist = J nu), Jq (6 x nv, pose perturbation
+    M -> M exp((Jq z_q)^)) and a (6,): F's true (gravity-free) spatial acceleration at nu_dot.
+    With derivatives (after a pass without at the same q: its J and Jq are read, not rewritten):
+    a at nu_dot and the partials at fixed (nu, nu_dot): dvq = dv_F/dz_q, daq = da_F/dz_q,
+    dan = da_F/dnu (module docstring).
+
+    Needs d.Xup, d.S, d.Sig, d.v, d.vp of an EIDAmb run at the state. cols (nv ints) gets the
+    active columns: the base's and the path's joints; returns their number. Only the active
+    columns are written: the others are zero in the caller's arrays and stay so (the path of a
+    frame never changes, so buffers reused for one frame need no clearing).
+    - Jq equals J where the path's position twists equal its motion subspaces (every built-in
+      joint), and is then copied rather than transformed.
+    - In body coordinates nothing depends on z_H: dvq's and daq's base columns stay zero.
+    - dan in closed form from J: with u_c = sum of J[:, j] r_j over the path's joints j at or below
+      column c's joint (all of them for a base column), da_F/dr_c = (v_F - 2 u_c) x J[:, c] and
+      da_F/dv_0 = -u x J[:, 0:6] (the v x Gamma r terms of a_F, each transported to F).
+    Nothing is allocated (cols holds the path's bodies until each is replaced by its joint's
+    column); inlined into its callers: a compiled call passing the model and workspace views
+    (m, d) costs more than a short path's arithmetic."""
     vidx, Xup, S, Sig = m.vidx, d.Xup, d.S, d.Sig
     off = 6 if m.floating else 0
     npath = 0
@@ -194,7 +200,7 @@ def frame_motion(m, d, k, XF, vel, nu_dot, derivatives, with_jq, J, Jq, dvq, daq
         for i in range(6):
             sig_is_gamma = sig_is_gamma and Sig[b, i] == S[b, i]
         b = m.lam[b]
-    own_jq = with_jq and not sig_is_gamma                     # Jq transformed along with J
+    own_jq = not derivatives and not sig_is_gamma            # Jq transformed along with J
     ncol = off + npath
     b = k
     for q in range(ncol - 1, off - 1, -1):                    # the path's bodies, root first
@@ -203,18 +209,19 @@ def frame_motion(m, d, k, XF, vel, nu_dot, derivatives, with_jq, J, Jq, dvq, daq
     for q in range(ncol):
         c = q if q < off else vidx[cols[q]]
         for i in range(6):
-            J[i, c] = 0.0
-            if own_jq:
-                Jq[i, c] = 0.0
             if derivatives:
                 dvq[i, c] = 0.0
                 daq[i, c] = 0.0
-                dan[i, c] = 0.0
+            else:
+                J[i, c] = 0.0
+                if own_jq:
+                    Jq[i, c] = 0.0
     for i in range(off):
         cols[i] = i
-        J[i, i] = 1.0
-        if own_jq:
-            Jq[i, i] = 1.0
+        if not derivatives:
+            J[i, i] = 1.0
+            if own_jq:
+                Jq[i, i] = 1.0
     for i in range(6):
         a[i] = nu_dot[i] if m.floating else 0.0
     ap = d.t6[7]                                                 # scratch row: X a_p
@@ -223,13 +230,14 @@ def frame_motion(m, d, k, XF, vel, nu_dot, derivatives, with_jq, J, Jq, dvq, daq
         j = vidx[b]
         cols[q] = j
         X = Xup[b]
-        _x_cols(X, J, cols, 0, q)
-        if own_jq:
-            _x_cols(X, Jq, cols, 0, q)
-        for i in range(6):
-            J[i, j] = S[b, i]
+        if not derivatives:
+            _x_cols(X, J, cols, 0, q)
             if own_jq:
-                Jq[i, j] = Sig[b, i]
+                _x_cols(X, Jq, cols, 0, q)
+            for i in range(6):
+                J[i, j] = S[b, i]
+                if own_jq:
+                    Jq[i, j] = Sig[b, i]
         _x_vec(X, a, ap)
         r, rdd = vel[j], nu_dot[j]
         s0, s1, s2, s3, s4, s5 = S[b, 0] * r, S[b, 1] * r, S[b, 2] * r, S[b, 3] * r, S[b, 4] * r, S[b, 5] * r
@@ -246,36 +254,53 @@ def frame_motion(m, d, k, XF, vel, nu_dot, derivatives, with_jq, J, Jq, dvq, daq
         if derivatives:
             _x_cols(X, dvq, cols, off, q)                        # (base columns: zero)
             _x_cols(X, daq, cols, off, q)
-            _x_cols(X, dan, cols, 0, q)
             vpb = d.vp[b]
             _cross_col(vpb[0], vpb[1], vpb[2], vpb[3], vpb[4], vpb[5], Sig.T, b, dvq, j, 1.0)   # Psi-dot
             _cross_col(ap[0], ap[1], ap[2], ap[3], ap[4], ap[5], Sig.T, b, daq, j, 1.0)         # a_p x sigma
-            _cross_col(l0, l1, l2, w0, w1, w2, S.T, b, dan, j, 1.0)                           # v x Gamma
-            for qq in range(q + 1):
+            for qq in range(off, q + 1):
                 c = cols[qq]
-                if qq >= off:
-                    _cross_col(s0, s1, s2, s3, s4, s5, dvq, c, daq, c, -1.0)   # (d v / d z_q) x Gamma r
-                _cross_col(s0, s1, s2, s3, s4, s5, J, c, dan, c, -1.0)     # (d v / d nu) x Gamma r
-    _x_cols(XF, J, cols, 0, ncol)
-    if own_jq:
-        _x_cols(XF, Jq, cols, 0, ncol)
-    elif with_jq:
-        for q in range(ncol):
-            c = cols[q]
-            for i in range(6):
-                Jq[i, c] = J[i, c]
-    if derivatives:
-        _x_cols(XF, dvq, cols, off, ncol)
-        _x_cols(XF, daq, cols, off, ncol)
-        _x_cols(XF, dan, cols, 0, ncol)
+                _cross_col(s0, s1, s2, s3, s4, s5, dvq, c, daq, c, -1.0)   # (d v / d z_q) x Gamma r
     _x_vec(XF, a, a)
+    if not derivatives:
+        _x_cols(XF, J, cols, 0, ncol)
+        if own_jq:
+            _x_cols(XF, Jq, cols, 0, ncol)
+        else:
+            for q in range(ncol):
+                c = cols[q]
+                for i in range(6):
+                    Jq[i, c] = J[i, c]
+        return ncol
+    _x_cols(XF, dvq, cols, off, ncol)
+    _x_cols(XF, daq, cols, off, ncol)
+    u, vF = d.t6[7], d.t6[6]                                     # dan in closed form (docstring)
+    for i in range(6):
+        u[i] = 0.0
+        vF[i] = 0.0
+    for q in range(ncol):
+        c = cols[q]
+        for i in range(6):
+            vF[i] += J[i, c] * vel[c]
+    for q in range(ncol - 1, -1, -1):
+        c = cols[q]
+        if q >= off:
+            r = vel[c]
+            for i in range(6):
+                u[i] += J[i, c] * r
+        for i in range(6):
+            dan[i, c] = 0.0
+        if q >= off:
+            _cross_col(vF[0] - 2.0 * u[0], vF[1] - 2.0 * u[1], vF[2] - 2.0 * u[2], vF[3] - 2.0 * u[3],
+                       vF[4] - 2.0 * u[4], vF[5] - 2.0 * u[5], J, c, dan, c, 1.0)
+        else:
+            _cross_col(u[0], u[1], u[2], u[3], u[4], u[5], J, c, dan, c, -1.0)
     return ncol
 
 
 @njit
 def frame_motion_entry(ib, fb, k, XF, vel, nu_dot, derivatives, J, Jq, dvq, daq, dan, a, cols):
     m, d, _ = views(ib, fb)
-    return frame_motion(m, d, k, XF, vel, nu_dot, derivatives, True, J, Jq, dvq, daq, dan, a, cols)
+    return frame_motion(m, d, k, XF, vel, nu_dot, derivatives, J, Jq, dvq, daq, dan, a, cols)
 
 
 class FrameMotion:
@@ -289,8 +314,10 @@ def frame_motion_py(d, fr: FrameRef, vel, nu_dot, derivatives=True) -> FrameMoti
     r = FrameMotion()
     r.J, r.Jq, r.dvq, r.daq, r.dan = (np.zeros((6, nv)) for _ in range(5))   # zero: frame_motion
     r.a = np.empty(6)
-    frame_motion_entry(d.ib, d.fb, fr.k, fr.XF, vel, np.ascontiguousarray(nu_dot, dtype=float),
-                       derivatives, r.J, r.Jq, r.dvq, r.daq, r.dan, r.a, np.empty(nv, dtype=np.int64))
+    nu_dot = np.ascontiguousarray(nu_dot, dtype=float)
+    for second in ((False, True) if derivatives else (False,)):   # the derivatives' pass reads J, Jq
+        frame_motion_entry(d.ib, d.fb, fr.k, fr.XF, vel, nu_dot, second, r.J, r.Jq, r.dvq, r.daq, r.dan,
+                           r.a, np.empty(nv, dtype=np.int64))
     return r
 
 
