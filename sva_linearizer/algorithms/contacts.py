@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 
 from ..spatial import crm, se3_log
-from .._jit import njit
+from .._jit import carve_view, njit
 from ..data import kernel, views
 from .frames import frame_motion, frame_pose, frame_pose_c, frame_ref
 
@@ -167,7 +167,7 @@ def contact_rows(m, d, q, k, XF, R_f, p_f, dim, wa, kp, kd, e, JL, vel, nu_dot, 
     are zero in the set's buffer and stay so); inlined into set_rows (one compiled call per set)."""
     nv = m.nv
     if not derivatives:             # with derivatives: the pose of the pass before, same q
-        frame_pose_c(m, d, q, k, R_f, p_f, R, p)
+        frame_pose_c(m, d, q, k, R_f, p_f, R, p, cols)
     ncol = frame_motion(m, d, k, XF, vel, nu_dot, derivatives, J, Jq, dvq, daq, dan, a, cols)
     vF = d.t6[6]                                                 # scratch rows of the workspace
     for i in range(6):
@@ -246,27 +246,25 @@ def contact_rows(m, d, q, k, XF, R_f, p_f, dim, wa, kp, kd, e, JL, vel, nu_dot, 
 
 
 @njit(inline="always")
-def _carve_terms(nv, dim, buf):
-    """The views of contact_rows' outputs in one flat buffer (few arguments: cheap calls)."""
-    o = 0
-    R = buf[o:o + 9].reshape((3, 3))
-    o += 9
-    p = buf[o:o + 3]
-    o += 3
+def _carve_terms(nv, dim, buf, o):
+    """The views of contact_rows' outputs in the flat buffer buf from offset o (one argument for
+    all of them: cheap calls; carve_view, not reshape: no helper call per view)."""
     n6 = 6 * nv
-    J = buf[o:o + n6].reshape((6, nv))
-    Jq = buf[o + n6:o + 2 * n6].reshape((6, nv))
-    dvq = buf[o + 2 * n6:o + 3 * n6].reshape((6, nv))
-    daq = buf[o + 3 * n6:o + 4 * n6].reshape((6, nv))
-    dan = buf[o + 4 * n6:o + 5 * n6].reshape((6, nv))
+    R = carve_view(buf, o, (3, 3))
+    p = carve_view(buf, o + 9, (3,))
+    o += 12
+    J = carve_view(buf, o, (6, nv))
+    Jq = carve_view(buf, o + n6, (6, nv))
+    dvq = carve_view(buf, o + 2 * n6, (6, nv))
+    daq = carve_view(buf, o + 3 * n6, (6, nv))
+    dan = carve_view(buf, o + 4 * n6, (6, nv))
     o += 5 * n6
-    a = buf[o:o + 6]
+    a = carve_view(buf, o, (6,))
     o += 6
-    Jc = buf[o:o + dim * nv].reshape((dim, nv))
+    Jc = carve_view(buf, o, (dim, nv))
     o += dim * nv
-    r = buf[o:o + dim]
-    o += dim
-    dr = buf[o:o + 2 * dim * nv].reshape((dim, 2 * nv))
+    r = carve_view(buf, o, (dim,))
+    dr = carve_view(buf, o + dim, (dim, 2 * nv))
     return R, p, J, Jq, dvq, daq, dan, a, Jc, r, dr
 
 
@@ -281,9 +279,9 @@ def set_rows(m, d, q, vel, nu_dot, derivatives, ipar, par, offs, buf, cols):
     for i in range(ipar.shape[0]):
         dim = ipar[i, 1]
         P = par[i]
-        R, p, J, Jq, dvq, daq, dan, a, Jc, r, dr = _carve_terms(m.nv, dim, buf[offs[i]:])
-        contact_rows(m, d, q, ipar[i, 0], P[0:36].reshape((6, 6)), P[36:45].reshape((3, 3)), P[45:48],
-                     dim, ipar[i, 2] != 0, P[90], P[91], P[48:54], P[54:90].reshape((6, 6)), vel,
+        R, p, J, Jq, dvq, daq, dan, a, Jc, r, dr = _carve_terms(m.nv, dim, buf, offs[i])
+        contact_rows(m, d, q, ipar[i, 0], carve_view(P, 0, (6, 6)), carve_view(P, 36, (3, 3)), P[45:48],
+                     dim, ipar[i, 2] != 0, P[90], P[91], P[48:54], carve_view(P, 54, (6, 6)), vel,
                      nu_dot, derivatives, R, p, J, Jq, dvq, daq, dan, a, cols[i], Jc, r, dr)
 
 
@@ -295,8 +293,8 @@ def set_wrench(nv, fext, w, ipar, par, offs, buf, cols, lam, add_fext, E):
     o = 0
     for i in range(ipar.shape[0]):
         dim = ipar[i, 1]
-        R, p, J, Jq, dvq, daq, dan, a, Jc, r, dr = _carve_terms(nv, dim, buf[offs[i]:])
-        contact_wrench(nv, fext, w, ipar[i, 0], par[i, 0:36].reshape((6, 6)), dim, ipar[i, 2] != 0, R, J,
+        R, p, J, Jq, dvq, daq, dan, a, Jc, r, dr = _carve_terms(nv, dim, buf, offs[i])
+        contact_wrench(nv, fext, w, ipar[i, 0], carve_view(par[i], 0, (6, 6)), dim, ipar[i, 2] != 0, R, J,
                        Jq, lam[o:o + dim], add_fext, E, cols[i], ipar[i, 3])
         o += dim
 
@@ -307,7 +305,7 @@ def set_gather(nv, ipar, offs, buf, what, out):
     o = 0
     for i in range(ipar.shape[0]):
         dim = ipar[i, 1]
-        R, p, J, Jq, dvq, daq, dan, a, Jc, r, dr = _carve_terms(nv, dim, buf[offs[i]:])
+        R, p, J, Jq, dvq, daq, dan, a, Jc, r, dr = _carve_terms(nv, dim, buf, offs[i])
         for rr in range(dim):
             if what == 0:
                 for c in range(nv):

@@ -68,11 +68,11 @@ def frame_ref(model: Model, name: str, offset=(0.0, 0.0, 0.0)) -> FrameRef:
 
 
 @njit(inline="always")
-def frame_pose_c(m, d, q, k, R_f, p_f, R, p):
+def frame_pose_c(m, d, q, k, R_f, p_f, R, p, path):
     """R, p = the world pose of the frame at (R_f, p_f) in body k, composing the tree transforms
     ^bX_lam = [[E, o^ E], [0, E]] (the child at R_rel = E^T, p_rel = -E^T o in its parent) from the
-    base's pose (q[0:3] and d.R; identity for a fixed base)."""
-    path = np.empty(m.nb, dtype=np.int64)
+    base's pose (q[0:3] and d.R; identity for a fixed base). path: scratch, at least the path's
+    length (nv ints will do)."""
     npath = 0
     b = k
     while b > 0:
@@ -109,20 +109,20 @@ def frame_pose_c(m, d, q, k, R_f, p_f, R, p):
 
 
 @njit
-def frame_pose_entry(ib, fb, q, k, R_f, p_f, R, p):
+def frame_pose_entry(ib, fb, q, k, R_f, p_f, R, p, path):
     m, d, _ = views(ib, fb)
-    frame_pose_c(m, d, q, k, R_f, p_f, R, p)
+    frame_pose_c(m, d, q, k, R_f, p_f, R, p, path)
     return 0
 
 
 def frame_pose(d, state, fr: FrameRef):
     """World pose (R, p) of a resolved frame, after the kinematics at state (frame_pose_c)."""
     R, p = np.empty((3, 3)), np.empty(3)
-    frame_pose_entry(d.ib, d.fb, state.q, fr.k, fr.R_f, fr.p_f, R, p)
+    frame_pose_entry(d.ib, d.fb, state.q, fr.k, fr.R_f, fr.p_f, R, p, np.empty(d.nv + 1, dtype=np.int64))
     return R, p
 
 
-@njit
+@njit(inline="always")
 def _x_cols(X, M, cols, lo, hi):
     """M[:, c] = X M[:, c] for the active columns c = cols[lo:hi] of a 6 x nv M, X = [[E, F], [0, E]]
     a spatial transform (its zero block skipped: 27 multiplications a column, not 36). X is held in
@@ -154,7 +154,7 @@ def _x_vec(X, x, out):
         out[i] = X[i, 3] * x3 + X[i, 4] * x4 + X[i, 5] * x5
 
 
-@njit
+@njit(inline="always")
 def _cross_col(l0, l1, l2, w0, w1, w2, M, c, out, oc, sign):
     """out[:, oc] += sign * (v x M[:, c]) for the motion v = [l; w] (spatial_ops.cross_m on
     matrix columns, without column views)."""

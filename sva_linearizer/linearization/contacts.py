@@ -412,7 +412,7 @@ def contact_plan(model: Model, d, contacts, forces):
             fpairs = None                                    # check_forces names the bad item
     key = None
     if fpairs is not None:
-        key = (tuple(map(id, contacts)), tuple(id(c) for c, _ in fpairs))
+        key = (tuple(map(id, contacts)), tuple([id(c) for c, _ in fpairs]) if fpairs else ())
         plan = cache.get(key)
         if plan is not None:
             fvec = plan.force_vector(fpairs)
@@ -446,7 +446,8 @@ def run_contacts(model: Model, state: State, tau: np.ndarray, contacts, forces, 
             if eidamb_entry(d.ib, d.fb, q, v, np.zeros(model.nv)) != 0:   # the kinematics for the poses
                 raise input_error(model, q, v, tau)
             cset.anchor_errors(d, state)
-        plan.fvec[:] = fvec
+        if plan.mf:
+            plan.fvec[:] = fvec
         status = contacts_entry(d.ib, d.fb, q, v, tau, plan.pi, plan.pf, linearize)
         if status == BAD_INPUT:
             raise input_error(model, q, v, tau)

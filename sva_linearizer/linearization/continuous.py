@@ -217,6 +217,18 @@ def status_error(model, d, status, q, v, tau, A, B) -> ValueError:
     return singular_mass_matrix_error(model, status, d)
 
 
+def _contacts_module():
+    """linearization/contacts.py (imported on first use: it imports this module)."""
+    global _CONTACTS
+    if _CONTACTS is None:
+        from . import contacts
+        _CONTACTS = contacts
+    return _CONTACTS
+
+
+_CONTACTS = None
+
+
 def linearize(model: Model, state: State, tau: ArrayLike, *, data: Data | None = None,
               out: tuple[np.ndarray, np.ndarray] | None = None, dt: float | None = None,
               contacts=None, forces=None) -> Linearization:
@@ -227,7 +239,8 @@ def linearize(model: Model, state: State, tau: ArrayLike, *, data: Data | None =
     see linearization/contacts.py (dt works with them too; out does not).
 
     data: an sl.Data(model) to reuse (no allocation at all); the returned Linearization's arrays
-    (A, B, nu_dot, Minv, D, Ad, Bd) are then views into it, overwritten by its next use. Without it, fresh arrays are returned
+    (A, B, nu_dot, Minv, D, Ad, Bd; with contacts also forces, dforces_dz, dforces_dtau) are then
+    views into it, overwritten by its next use. Without it, fresh arrays are returned
     (each thread then uses a Data of its own). out: (A, B) arrays to write into. dt: also the
     discrete-time Ad, Bd of the semi-implicit Euler step (discrete.py)."""
     if not _is_vector(tau, model.nj):
@@ -237,8 +250,7 @@ def linearize(model: Model, state: State, tau: ArrayLike, *, data: Data | None =
         if out is not None:
             raise ValueError("linearize: out= is not supported with contacts or forces (B has nj + m "
                              "columns with forces); use the returned arrays")
-        from .contacts import linearize_contacts
-        return linearize_contacts(model, state, tau, contacts, forces, data, dt)
+        return _contacts_module().linearize_contacts(model, state, tau, contacts, forces, data, dt)
     if dt is not None:
         dt = check_dt(dt)
     d = get_data(model, data)
