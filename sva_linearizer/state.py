@@ -152,9 +152,14 @@ class State:
         return f"<sva_linearizer.State nj={self.nj} floating_base={self.floating_base}>"
 
 
+_FLOAT64 = np.dtype(np.float64)
+
+
 def _is_vector(x, size):
-    """x is already what the kernels take: a C-contiguous float64 vector of the given size."""
-    return (type(x) is np.ndarray and x.dtype == np.float64 and x.ndim == 1 and x.shape[0] == size
+    """x is already what the kernels take: a C-contiguous float64 vector of the given size. (On the
+    hot path: `is` against numpy's float64 descriptor is a pointer compare; an equal descriptor
+    that is another object only sends x through as_vector, which copies it.)"""
+    return (type(x) is np.ndarray and x.dtype is _FLOAT64 and x.shape == (size,)
             and x.flags.c_contiguous)
 
 
