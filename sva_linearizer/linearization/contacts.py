@@ -58,58 +58,34 @@ def _cholesky_ok(K, L):
 
 
 @njit(inline="always")
-def _chol_inverse(L, Kinv):
-    """K^-1 from K's Cholesky factor L (column by column: L y = e_c, L^T x = y)."""
+def _chol_inverse(L, Kinv, W):
+    """K^-1 = L^-T L^-1 from K's Cholesky factor L: W := L^-1 row by row (forward substitution on
+    all columns at once), then K^-1 = W^T W; both loops run along rows (vectorised)."""
     n = L.shape[0]
-    for c in range(n):
-        for i in range(n):
-            acc = 1.0 if i == c else 0.0
-            for k in range(i):
-                acc -= L[i, k] * Kinv[k, c]
-            Kinv[i, c] = acc / L[i, i]
-        for i in range(n - 1, -1, -1):
-            acc = Kinv[i, c]
-            for k in range(i + 1, n):
-                acc -= L[k, i] * Kinv[k, c]
-            Kinv[i, c] = acc / L[i, i]
-
-
-@njit(inline="always")
-def _dot(X, Y, out, add=False):
-    """out = X Y (add: out += X Y) for the pipeline's small dense products (m, nv <= a few dozen),
-    in the order that vectorises along Y's rows: faster than a BLAS call at these sizes."""
-    for i in range(X.shape[0]):
-        if not add:
-            for j in range(Y.shape[1]):
-                out[i, j] = 0.0
-        for k in range(X.shape[1]):
-            a = X[i, k]
-            for j in range(Y.shape[1]):
-                out[i, j] += a * Y[k, j]
-
-
-@njit
-def _rows_dot(ipar, cols, Jc, X, out):
-    """out = Jc X for a set's stacked rows Jc (m x nv), which vanish outside each contact's active
-    columns cols[i, :ipar[i, 3]] (the base's and the frame's path: frames.frame_motion)."""
-    w = X.shape[1]
-    o = 0
-    for ic in range(ipar.shape[0]):
-        dim, ncol = ipar[ic, 1], ipar[ic, 3]
-        for r in range(o, o + dim):
-            for j in range(w):
-                out[r, j] = 0.0
-            for qq in range(ncol):
-                c = cols[ic, qq]
-                a = Jc[r, c]
-                for j in range(w):
-                    out[r, j] += a * X[c, j]
-        o += dim
+    for i in range(n):
+        for j in range(n):
+            W[i, j] = 0.0
+        W[i, i] = 1.0
+        for k in range(i):
+            a = L[i, k]
+            for j in range(k + 1):                   # W is lower triangular
+                W[i, j] -= a * W[k, j]
+        dinv = 1.0 / L[i, i]
+        for j in range(i + 1):
+            W[i, j] *= dinv
+    for i in range(n):
+        for j in range(n):
+            Kinv[i, j] = 0.0
+    for k in range(n):                               # K^-1[i, j] = sum_k W[k, i] W[k, j], k >= i, j
+        for i in range(k + 1):
+            a = W[k, i]
+            for j in range(k + 1):
+                Kinv[i, j] += a * W[k, j]
 
 
 def _ws_shapes(nv, n, mc, mf):
     """The shapes of contacts_pipeline's scratch arrays, in the order _carve_ws returns them:
-    Jc, Y^T, Y, K, L, K^-1, r0, rhs, G (D + E), Jc G - Ar, Ar, B0, a vector, Jf,
+    Jc, Y^T, Y, K, L, K^-1, r0, rhs, G (D + E, then Y dlambda/dz), Jc G - Ar, Ar, B0, a vector, Jf,
     Jf Minv, B_f, Jc B_f, K^-1 Jc B_f, Y dlambda/dtau (m = mc contact rows, mf input force rows)."""
     nx = 2 * nv
     return ((mc, nv), (mc, nv), (nv, mc), (mc, mc), (mc, mc), (mc, mc), (mc, 1), (mc, 1), (nv, nx),
@@ -172,8 +148,8 @@ def contacts_pipeline(m, d, q, vel, tau, fi, fp, fo, fbuf, fcols, fvec, ci, cp, 
         dlambda/dz = K^-1 (Jc G - Ar), A_low = -G + Y dlambda/dz
         dlambda/dtau = -K^-1 Y^T S (= -K^-1 Jc Minv S), B = [Minv S + Y dlambda/dtau | B_f],
         B_f = (1 - Y K^-1 Jc) Minv Jf^T.
-    Products with Jc (Jf) use its sparsity (_rows_dot: a contact's rows touch only its path's
-    columns); the dense ones (K^-1 and Y times nv x 2nv blocks) are BLAS calls. ws: the scratch
+    The products are BLAS calls: at these sizes (m, nv <= a few dozen) a dense BLAS product is
+    about twice as fast as a loop over Jc's nonzero columns, or any compiled loop. ws: the scratch
     (workspace_size); nothing is allocated. Returns 0, BAD_INPUT, immamb's status (M singular),
     CONTACTS_SINGULAR or NOT_FINITE."""
     if prepare(m, d, q, vel, tau) != 0:                         # also fext = 0
@@ -201,18 +177,18 @@ def contacts_pipeline(m, d, q, vel, tau, fi, fp, fo, fbuf, fcols, fvec, ci, cp, 
         set_gather(nv, ci, co, cbuf, 1, r0)
         for i in range(nv):
             zero[i] = nu[i]                                      # V1 := nu_free (done with zero)
-        _rows_dot(ci, ccols, Jc, Minv, YT)                       # Y^T = Jc Minv (Minv symmetric)
+        np.dot(Jc, Minv, YT)                                    # Y^T = Jc Minv (Minv symmetric)
         for i in range(nv):
             for r in range(mc):
                 Y[i, r] = YT[r, i]
-        _rows_dot(ci, ccols, Jc, Y, K)                           # K = Jc Minv Jc^T
+        np.dot(Jc, Y, K)                                        # K = Jc Minv Jc^T
         for i in range(mc):
             for c in range(i + 1, mc):
                 K[i, c] = K[c, i] = 0.5 * (K[i, c] + K[c, i])
         if not _cholesky_ok(K, L):
             return CONTACTS_SINGULAR
-        _chol_inverse(L, Kinv)
-        _rows_dot(ci, ccols, Jc, V1, rhs)                        # Jc nu_free
+        _chol_inverse(L, Kinv, K)                                # (K: scratch from here on)
+        np.dot(Jc, V1, rhs)                                     # Jc nu_free
         for r in range(mc):
             rhs[r, 0] += r0[r, 0]
         for r in range(mc):
@@ -250,29 +226,32 @@ def contacts_pipeline(m, d, q, vel, tau, fi, fp, fo, fbuf, fcols, fvec, ci, cp, 
     AL = A[nv:]
     if mf > 0:                                                   # B_f = Minv Jf^T
         set_gather(nv, fi, fo, fbuf, 0, Jf)
-        _rows_dot(fi, fcols, Jf, Minv, BfT)
+        np.dot(Jf, Minv, BfT)
         for i in range(nv):
             for j in range(mf):
                 Bf[i, j] = BfT[j, i]
     if mc > 0:
         set_rows(m, d, q, vel, nu, True, ci, cp, co, cbuf, ccols)
         set_gather(nv, ci, co, cbuf, 2, Ar)
-        _rows_dot(ci, ccols, Jc, AL, R2)                         # Jc Minv (D + E) - Ar = -(Jc A_low + Ar)
+        np.dot(Jc, AL, R2)                                      # Jc Minv (D + E) - Ar = -(Jc A_low + Ar)
         for r in range(mc):
             for c in range(nx):
                 R2[r, c] = -R2[r, c] - Ar[r, c]
-        _dot(Kinv, R2, dz)
+        np.dot(Kinv, R2, dz)
         for r in range(mc):
             for j in range(n):
                 acc = 0.0
                 for s in range(mc):
                     acc += Kinv[r, s] * YT[s, off + j]
                 dtau[r, j] = -acc
-        _dot(Y, dz, AL, True)                                    # A_low += Y dlambda/dz
-        _dot(Y, dtau, TB)
+        np.dot(Y, dz, G)                                        # A_low += Y dlambda/dz
+        for i in range(nv):
+            for c in range(nx):
+                AL[i, c] += G[i, c]
+        np.dot(Y, dtau, TB)
         if mf > 0:                                               # B_f -= Y K^-1 Jc B_f
-            _rows_dot(ci, ccols, Jc, Bf, T1)
-            _dot(Kinv, T1, T2)
+            np.dot(Jc, Bf, T1)
+            np.dot(Kinv, T1, T2)
             for i in range(nv):
                 for j in range(mf):
                     acc = 0.0
