@@ -86,11 +86,12 @@ def _chol_inverse(L, Kinv, W):
 def _ws_shapes(nv, n, mc, mf):
     """The shapes of contacts_pipeline's scratch arrays, in the order _carve_ws returns them:
     Jc, Y^T, Y, K, L, K^-1, r0, rhs, G (D + E, then Y dlambda/dz), Jc G - Ar, Ar, B0, a vector, Jf,
-    Jf Minv, B_f, Jc B_f, K^-1 Jc B_f, Y dlambda/dtau (m = mc contact rows, mf input force rows)."""
+    Jf Minv, B_f, Jc B_f, K^-1 Jc B_f, Y dlambda/dtau, K^-1 Y^T (m = mc contact rows, mf input
+    force rows)."""
     nx = 2 * nv
     return ((mc, nv), (mc, nv), (nv, mc), (mc, mc), (mc, mc), (mc, mc), (mc, 1), (mc, 1), (nv, nx),
             (mc, nx), (mc, nx), (nx, n), (nv, 1), (mf, nv), (mf, nv), (nv, mf), (mc, mf), (mc, mf),
-            (nv, n))
+            (nv, n), (mc, nv))
 
 
 _ws_shapes_c = njit(inline="always")(_ws_shapes)
@@ -131,7 +132,8 @@ def _carve_ws(nv, n, mc, mf, ws):
     T1, o = _take(ws, o, sh[16])
     T2, o = _take(ws, o, sh[17])
     TB, o = _take(ws, o, sh[18])
-    return Jc, YT, Y, K, L, Kinv, r0, rhs, G, R2, Ar, B0, V1, Jf, BfT, Bf, T1, T2, TB
+    KYT, o = _take(ws, o, sh[19])
+    return Jc, YT, Y, K, L, Kinv, r0, rhs, G, R2, Ar, B0, V1, Jf, BfT, Bf, T1, T2, TB, KYT
 
 
 @kernel
@@ -158,7 +160,7 @@ def contacts_pipeline(m, d, q, vel, tau, fi, fp, fo, fbuf, fcols, fvec, ci, cp, 
     off = nv - n
     nx = 2 * nv
     mf, mc = fvec.shape[0], lam.shape[0]
-    Jc, YT, Y, K, L, Kinv, r0, rhs, G, R2, Ar, B0, V1, Jf, BfT, Bf, T1, T2, TB = _carve_ws(
+    Jc, YT, Y, K, L, Kinv, r0, rhs, G, R2, Ar, B0, V1, Jf, BfT, Bf, T1, T2, TB, KYT = _carve_ws(
         nv, n, mc, mf, ws)
     zero = V1.reshape((nv,))                                     # nu_dot = 0 for the rows' drift
     noE = G[0:0, 0:0]
@@ -238,12 +240,10 @@ def contacts_pipeline(m, d, q, vel, tau, fi, fp, fo, fbuf, fcols, fvec, ci, cp, 
             for c in range(nx):
                 R2[r, c] = -R2[r, c] - Ar[r, c]
         np.dot(Kinv, R2, dz)
+        np.dot(Kinv, YT, KYT)                                   # dlambda/dtau = -K^-1 Y^T S
         for r in range(mc):
             for j in range(n):
-                acc = 0.0
-                for s in range(mc):
-                    acc += Kinv[r, s] * YT[s, off + j]
-                dtau[r, j] = -acc
+                dtau[r, j] = -KYT[r, off + j]
         np.dot(Y, dz, G)                                        # A_low += Y dlambda/dz
         for i in range(nv):
             for c in range(nx):
