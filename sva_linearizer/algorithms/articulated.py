@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
 from .._jit import njit
 from ..data import kernel, views
-from ..spatial_ops import congruence_add, m_s, s_dot
+from ..spatial_ops import congruence_add, dot6, mv
 from .kinematics import prepare
 
 
@@ -43,9 +43,9 @@ def articulated_step(m, d, k, tol):
         M^a_k = M^A_k - U_k U_k^T / D_k  (left in d.T2)    (T4.6:13)
         M^A_lam(k) += ^kX_lam^T M^a_k ^kX_lam               (T4.6:14)
     Returns 1/D_k, or 0.0 if D_k <= tol (a vanishing pivot: M is singular; M^a_k = M^A_k then)."""
-    Sk, Uk, IAk, T2, ax = d.S[k], d.U[k], d.IA[k], d.T2, m.sax[k]
-    m_s(IAk, Sk, ax, Uk)                          # a column of M^A_k for a joint about x, y or z
-    Dk = s_dot(Sk, ax, Uk)
+    Sk, Uk, IAk, T2 = d.S[k], d.U[k], d.IA[k], d.T2
+    mv(IAk, Sk, Uk)
+    Dk = dot6(Sk, Uk)
     d.Dd[k] = Dk
     iD = 1.0 / Dk if Dk > tol else 0.0
     for i in range(6):

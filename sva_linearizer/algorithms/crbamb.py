@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
 from .._jit import njit
 from ..data import kernel, views
-from ..spatial_ops import congruence_add, m_s, s_dot, xt_add
+from ..spatial_ops import congruence_add, dot6, mv, xt_add
 from ..state import input_error
 from .common import BAD_INPUT, setup
 from .kinematics import prepare
@@ -29,16 +29,16 @@ def crbamb(m, d, M):
         congruence_add(Xup[k], Ic[k], Ic[lam[k]])
     for k in range(1, m.nb):
         F = t6[0]
-        m_s(Ic[k], S[k], m.sax[k], F)                    # F = M^c_k Gamma_k
+        mv(Ic[k], S[k], F)                               # F = M^c_k Gamma_k
         rk = vidx[k]
-        M[rk, rk] = s_dot(S[k], m.sax[k], F)
+        M[rk, rk] = dot6(S[k], F)
         i = k
         while lam[i] > 0:                                # up the ancestors: F in their frames
             t6[1] = 0.0
             xt_add(Xup[i], F, t6[1])
             F[:] = t6[1]
             i = lam[i]
-            M[rk, vidx[i]] = s_dot(S[i], m.sax[i], F)
+            M[rk, vidx[i]] = dot6(S[i], F)
             M[vidx[i], rk] = M[rk, vidx[i]]
         if m.floating:
             t6[1] = 0.0
