@@ -31,6 +31,7 @@ MODEL_INTS = (
     ("vidx", ("nb",), "index of body k's joint in nu (and in z_q, z_nu); vidx[0] = 0, the base block"),
     ("sub_ptr", ("nb+1",), "subtree(k)'s joint-index ranges are sub_rng[sub_ptr[k]:sub_ptr[k+1]]"),
     ("sub_rng", ("nrng", 2), "[first, last+1) joint-index ranges (IMMA's column sets)"),
+    ("sax", ("nb",), "axis code of joint k: i when Gamma_k = sigma_k = +-e_i (a column read), else -1"),
 )
 MODEL_FLOATS = (
     ("Xtree", ("nb", 6, 6), "^{lam(k)|k}X_lam(k): the joint frame's placement in the parent (D.2)"),
@@ -234,6 +235,9 @@ class Data:
         assert used == nfloat, "buffer_sizes and views disagree"
         self.lam[:] = lam
         self.jtype[1:] = arr.jtype
+        from .algorithms.kinematics import axis_codes
+        self.sax[:] = -1
+        self.sax[1:] = axis_codes(arr.jtype, arr.jaxis, arr.jpitch)
         off = 6 if model.floating_base else 0
         self.vidx[1:] = off + np.arange(n)
         self.sub_ptr[:] = sub_ptr

@@ -4,12 +4,22 @@ than the arithmetic). Linear-angular order; the same operations as :mod:`sva_lin
 (which builds matrices, for model building and tests):
 
     mv, mv_add       X x, X x added                       (6x6 times 6-vector)
+    xmv              X x for a spatial transform X = [[E, F], [0, E]] (its zero block skipped)
     cross_m          v x u   (motion cross product, thesis 2.33)
     cross_f          v x* h  (force cross product, 2.42); as a function of v, B(h) v = v x-bar* h
+    cross_f6         v x* h as 6 scalars
     xt_add           X^T f   (a force from the child's frame to the parent's)
     congruence_add   X^T M X (an inertia from the child's frame to the parent's)
     inv_spd6         (M)^-1 of a symmetric positive-definite 6x6
     quat_to_rot      R of a quaternion (x, y, z, w)
+
+Products with a joint's motion subspace Gamma take its axis code ax (data's `sax`, see
+kinematics.axis_codes): ax >= 0 when Gamma = +-e_ax (a revolute or prismatic joint about x, y or z,
+most URDF joints), and the product is then a column read or one scalar product, -1 for a general
+Gamma (the full product). Both give the same numbers: only products with exact zeros are skipped.
+
+    s_dot            Gamma^T x
+    m_s              M Gamma
 
 No allocation; outputs may alias inputs only where a docstring says so.
 """
@@ -33,6 +43,24 @@ def mv_add(X, x, out):
     for i in range(6):
         out[i] += (X[i, 0] * x0 + X[i, 1] * x1 + X[i, 2] * x2 + X[i, 3] * x3 + X[i, 4] * x4
                    + X[i, 5] * x5)
+
+
+@njit(inline="always")
+def xmv(X, x, out):
+    """out = X x for a spatial transform X = [[E, F], [0, E]] (a motion from the parent's frame to
+    the child's): [E x_l + F x_w; E x_w], 27 multiplies instead of 36 (equal to mv(X, x, out));
+    out must not alias x."""
+    (e00, e01, e02, e10, e11, e12, e20, e21, e22,
+     f00, f01, f02, f10, f11, f12, f20, f21, f22) = xblocks(X)
+    x0, x1, x2, x3, x4, x5 = x[0], x[1], x[2], x[3], x[4], x[5]
+    out[0] = e00 * x0 + e01 * x1 + e02 * x2 + f00 * x3 + f01 * x4 + f02 * x5
+    out[1] = e10 * x0 + e11 * x1 + e12 * x2 + f10 * x3 + f11 * x4 + f12 * x5
+    out[2] = e20 * x0 + e21 * x1 + e22 * x2 + f20 * x3 + f21 * x4 + f22 * x5
+    # 0.0 + : the sum of the skipped products (exact zeros) as mv's expression has it, so that
+    # the compiler fuses multiply-adds the same way and the result is mv's, bit for bit
+    out[3] = 0.0 + e00 * x3 + e01 * x4 + e02 * x5
+    out[4] = 0.0 + e10 * x3 + e11 * x4 + e12 * x5
+    out[5] = 0.0 + e20 * x3 + e21 * x4 + e22 * x5
 
 
 @njit(inline="always")
@@ -66,18 +94,43 @@ def cross_m(v, u, out, sign):
 
 
 @njit(inline="always")
-def cross_f(v, h, out):
-    """out += v x* h for a motion v and a force h, v x* = -(v x)^T = [[w^, 0], [v^, w^]] (2.42).
-    As a function of v this is the thesis's B(h) v = v x-bar* h. Alias-safe."""
+def cross_f6(v, h):
+    """v x* h for a motion v and a force h, as 6 scalars: v x* = -(v x)^T = [[w^, 0], [v^, w^]]
+    (2.42). As a function of v this is the thesis's B(h) v = v x-bar* h."""
     l0, l1, l2, w0, w1, w2 = v[0], v[1], v[2], v[3], v[4], v[5]
     f0, f1, f2, n0, n1, n2 = h[0], h[1], h[2], h[3], h[4], h[5]
-    o0 = w1 * f2 - w2 * f1
-    o1 = w2 * f0 - w0 * f2
-    o2 = w0 * f1 - w1 * f0
-    o3 = w1 * n2 - w2 * n1 + l1 * f2 - l2 * f1
-    o4 = w2 * n0 - w0 * n2 + l2 * f0 - l0 * f2
-    o5 = w0 * n1 - w1 * n0 + l0 * f1 - l1 * f0
+    return (w1 * f2 - w2 * f1,
+            w2 * f0 - w0 * f2,
+            w0 * f1 - w1 * f0,
+            w1 * n2 - w2 * n1 + l1 * f2 - l2 * f1,
+            w2 * n0 - w0 * n2 + l2 * f0 - l0 * f2,
+            w0 * n1 - w1 * n0 + l0 * f1 - l1 * f0)
+
+
+@njit(inline="always")
+def cross_f(v, h, out):
+    """out += v x* h (cross_f6). Alias-safe."""
+    o0, o1, o2, o3, o4, o5 = cross_f6(v, h)
     add6(out, o0, o1, o2, o3, o4, o5)
+
+
+@njit(inline="always")
+def s_dot(S, ax, x):
+    """Gamma^T x for Gamma = S (axis code ax: S[ax] x[ax] when Gamma = +-e_ax)."""
+    if ax >= 0:
+        return S[ax] * x[ax]
+    return dot6(S, x)
+
+
+@njit(inline="always")
+def m_s(M, S, ax, out):
+    """out = M Gamma (axis code ax: column ax of M, times S[ax] = +-1); out must not alias S."""
+    if ax >= 0:
+        s = S[ax]
+        for i in range(6):
+            out[i] = s * M[i, ax]
+    else:
+        mv(M, S, out)
 
 
 @njit(inline="always")

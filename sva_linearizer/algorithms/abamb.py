@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 from .._jit import njit
 from ..data import kernel, views
-from ..spatial_ops import cross_f, cross_m, dot6, inv_spd6, mv, mv_add, xt_add
+from ..spatial_ops import cross_f, cross_m, dot6, inv_spd6, mv, mv_add, s_dot, xmv, xt_add
 from ..state import as_vector, input_error
 from .articulated import articulated_step, init_articulated, pivot_tolerance
 from .common import BAD_INPUT, BASE_SINGULAR, setup, singular_mass_matrix_error
@@ -35,7 +35,7 @@ def abamb(m, d, vel, tau):
     for k in range(1, m.nb):                                     # velocities, c_k, p^A_k
         p = lam[k]
         rk = vel[vidx[k]]
-        mv(Xup[k], v[p], v[k])
+        xmv(Xup[k], v[p], v[k])
         for i in range(6):
             v[k, i] += S[k, i] * rk
             c[k, i] = 0.0
@@ -48,7 +48,7 @@ def abamb(m, d, vel, tau):
         iD = articulated_step(m, d, k, tol)
         if iD == 0.0:
             return k
-        u[k] = tau[k - 1] - dot6(S[k], pA[k])
+        u[k] = tau[k - 1] - s_dot(S[k], m.sax[k], pA[k])
         mv_add(d.T2, c[k], pA[k])                                # p^a = p^A + M^a c + U u / D
         for i in range(6):
             pA[k, i] += U[k, i] * (u[k] * iD)
@@ -62,7 +62,7 @@ def abamb(m, d, vel, tau):
                 acc -= d.T[i, c_] * pA[0, c_]
             a[0, i] = acc
     for k in range(1, m.nb):                                     # accelerations
-        mv(Xup[k], a[lam[k]], a[k])
+        xmv(Xup[k], a[lam[k]], a[k])
         for i in range(6):
             a[k, i] += c[k, i]
         rdd = (u[k] - dot6(U[k], a[k])) / Dd[k]

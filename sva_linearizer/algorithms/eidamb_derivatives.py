@@ -28,7 +28,8 @@ if TYPE_CHECKING:
 from .._jit import njit
 from ..data import kernel, views
 from ..spatial import crm, xform
-from ..spatial_ops import cross_f, cross_m, dot6, mv, mv_add, xblocks, xt6, xt_add, congruence_add
+from ..spatial_ops import (congruence_add, cross_f, cross_f6, cross_m, dot6, m_s, mv, mv_add, s_dot,
+                           xblocks, xt6, xt_add)
 from .eidamb import run_eidamb
 
 BASE_VELOCITY_FRAMES = ("body", "inertial")
@@ -49,14 +50,14 @@ def two_b_sym(M, v, T, K):
     """The symmetric part of 2 B = v x* M - M v x + (M v) x-bar*  (Singh eq. 28) for a symmetric
     inertia M: K = C + C^T with C = v x* M. The rest, (M v) x-bar*, is antisymmetric and
     determined by the momentum h = M v: 2B x = K x + x x* h, (2B)^T x = K x - x x* h.
-    T: 6x6 scratch."""
+    T: 6x6 scratch. K's 21 distinct entries are computed once and mirrored."""
     for c in range(6):                  # T[c] = v x* M[:, c] (row c of C^T)
-        for i in range(6):
-            T[c, i] = 0.0
-        cross_f(v, M[c], T[c])
+        T[c, 0], T[c, 1], T[c, 2], T[c, 3], T[c, 4], T[c, 5] = cross_f6(v, M[c])
     for i in range(6):
-        for c in range(6):
-            K[i, c] = T[c, i] + T[i, c]
+        for c in range(i, 6):
+            x = T[c, i] + T[i, c]
+            K[i, c] = x
+            K[c, i] = x
 
 
 @kernel
@@ -85,7 +86,7 @@ def eidamb_derivatives(m, d):
     two apart: sigma in the position derivatives (Psi-dot, Psi-ddot, the f x-bar* sigma term),
     Gamma in the velocity derivatives and in tau = Gamma^T f. Line 15's third term is kept (digest
     section 2.9: dropping it is an erratum of the paper)."""
-    lam, vidx, floating, nb, nv, I = m.lam, m.vidx, m.floating, m.nb, m.nv, m.I
+    lam, vidx, sax, floating, nb, nv, I = m.lam, m.vidx, m.sax, m.floating, m.nb, m.nv, m.I
     S, Sig, Xup, v, vp, ap, hv, f, g0 = d.S, d.Sig, d.Xup, d.v, d.vp, d.ap, d.hv, d.f, d.g0
     IC, KC, hC, Ps, tt, cur, D, T, t6 = d.IC, d.KC, d.hC, d.Ps, d.tt, d.cur, d.D, d.T2, d.t6
     for i in range(D.shape[0]):
@@ -111,19 +112,17 @@ def eidamb_derivatives(m, d):
     v0 = v[0]
     for k in range(nb - 1, 0, -1):                               # backward: IDSVA:12
         p = lam[k]
-        ICk, KCk, G, P, t = IC[k], KC[k], S[k], Ps[k], tt[k]
+        ICk, KCk, G, P, t, ax = IC[k], KC[k], S[k], Ps[k], tt[k], sax[k]
         psd, psdd, sdp = P[0], P[1], P[2]
         t1, t2, t3, t4 = t[0], t[1], t[2], t[3]
         x = t6[0]                                                # x = Gamma x* h^C
         for i in range(6):
             x[i] = 0.0
         cross_f(G, hC[k], x)
-        g0_, g1_, g2_, g3_, g4_, g5_ = G[0], G[1], G[2], G[3], G[4], G[5]
+        m_s(ICk, G, ax, t1)                                      # IDSVA:13: t1 = M^C Gamma
+        m_s(KCk, G, ax, t3)                                      # (t3 as scratch: KC Gamma)
         for i in range(6):
-            t1[i] = (ICk[i, 0] * g0_ + ICk[i, 1] * g1_ + ICk[i, 2] * g2_ + ICk[i, 3] * g3_
-                     + ICk[i, 4] * g4_ + ICk[i, 5] * g5_)           # IDSVA:13: t1 = M^C Gamma
-            kg = (KCk[i, 0] * g0_ + KCk[i, 1] * g1_ + KCk[i, 2] * g2_ + KCk[i, 3] * g3_
-                  + KCk[i, 4] * g4_ + KCk[i, 5] * g5_)
+            kg = t3[i]
             t4[i] = kg - x[i]                                    # IDSVA:16: t4 = (2B^C)^T Gamma
             t2[i] = kg + x[i]                                    # IDSVA:14: t2 = 2B^C Gamma
         mv_add(ICk, sdp, t2)                                     #   + M^C (S-dot + Psi-dot)
@@ -135,7 +134,7 @@ def eidamb_derivatives(m, d):
         rq = vidx[k]
         rv = nv + rq
         D[rq, rq] = dot6(t4, psd) + dot6(t1, psdd)
-        D[rq, rv] = dot6(t4, G) + dot6(t1, sdp)
+        D[rq, rv] = s_dot(G, ax, t4) + dot6(t1, sdp)
         # k's t1..t4 in each ancestor i's frame: lines 17-18 (row i, column k) and 19-20 (row k,
         # column i)
         for c in range(4):
@@ -144,12 +143,12 @@ def eidamb_derivatives(m, d):
         ch, i = k, p
         while i > 0:
             xtf_rows(Xup[ch], cur)
-            Gi, Pi = S[i], Ps[i]
+            Gi, Pi, axi = S[i], Ps[i], sax[i]
             ri = vidx[i]
-            D[ri, rq] = dot6(Gi, cur[2])
-            D[ri, rv] = dot6(Gi, cur[1])
+            D[ri, rq] = s_dot(Gi, axi, cur[2])
+            D[ri, rv] = s_dot(Gi, axi, cur[1])
             D[rq, ri] = dot6(cur[3], Pi[0]) + dot6(cur[0], Pi[1])
-            D[rq, nv + ri] = dot6(cur[3], Gi) + dot6(cur[0], Pi[2])
+            D[rq, nv + ri] = s_dot(Gi, axi, cur[3]) + dot6(cur[0], Pi[2])
             ch, i = i, lam[i]
         if floating:
             # the base (lines 17-20 with Gamma_0 = 1): its rows get t3, t2; row k's H and v

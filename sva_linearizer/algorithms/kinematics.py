@@ -88,6 +88,23 @@ def joint_transforms(m, d, s):
                                + X[i, 3] * T[3, c + 3] + X[i, 4] * T[4, c + 3] + X[i, 5] * T[5, c + 3])
 
 
+def axis_codes(jtype: np.ndarray, jaxis: np.ndarray, jpitch: np.ndarray) -> np.ndarray:
+    """Per joint: i in 0..5 when its Gamma (= sigma) is +-e_i for every s (a built-in revolute or
+    prismatic joint, or a helical one of pitch 0, about +-x, +-y or +-z exactly), else -1 (custom
+    joints, general axes). The kernels then read a column instead of a product (spatial_ops)."""
+    out = np.full(len(jtype), -1, dtype=np.int64)
+    for j, t in enumerate(jtype):
+        if t == CUSTOM:
+            continue
+        e = np.asarray(jaxis[j], dtype=float)
+        pitch = jpitch[j] if t == HELICAL else 0.0
+        g = np.concatenate([e, np.zeros(3)]) if t == PRISMATIC else np.concatenate([pitch * e, e])
+        nz = np.flatnonzero(g)
+        if len(nz) == 1 and abs(g[nz[0]]) == 1.0:
+            out[j] = nz[0]
+    return out
+
+
 @njit(inline="always")
 def split_state(m, q, vel):
     """(quat, s, v_base, r) as views of the flat vectors (empty quat and v_base for a fixed base)."""
