@@ -49,7 +49,7 @@ def mv_add(X, x, out):
 def xmv(X, x, out):
     """out = X x for a spatial transform X = [[E, F], [0, E]] (a motion from the parent's frame to
     the child's): [E x_l + F x_w; E x_w], 27 multiplies instead of 36 (equal to mv(X, x, out));
-    out must not alias x."""
+    alias-safe (x is read first)."""
     (e00, e01, e02, e10, e11, e12, e20, e21, e22,
      f00, f01, f02, f10, f11, f12, f20, f21, f22) = xblocks(X)
     x0, x1, x2, x3, x4, x5 = x[0], x[1], x[2], x[3], x[4], x[5]

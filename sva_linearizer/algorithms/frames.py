@@ -24,6 +24,7 @@ import numpy as np
 from .._jit import ensure_compiled, njit
 from ..data import views
 from ..spatial import placement_to_xform
+from ..spatial_ops import xmv
 from .common import setup
 
 if TYPE_CHECKING:
@@ -145,16 +146,6 @@ def _x_cols(X, M, cols, lo, hi):
 
 
 @njit(inline="always")
-def _x_vec(X, x, out):
-    """out = X x for a spatial transform X = [[E, F], [0, E]] (zero block skipped); out may alias x."""
-    x0, x1, x2, x3, x4, x5 = x[0], x[1], x[2], x[3], x[4], x[5]
-    for i in range(3):
-        out[i] = X[i, 0] * x0 + X[i, 1] * x1 + X[i, 2] * x2 + X[i, 3] * x3 + X[i, 4] * x4 + X[i, 5] * x5
-    for i in range(3, 6):
-        out[i] = X[i, 3] * x3 + X[i, 4] * x4 + X[i, 5] * x5
-
-
-@njit(inline="always")
 def _cross_col(l0, l1, l2, w0, w1, w2, M, c, out, oc, sign):
     """out[:, oc] += sign * (v x M[:, c]) for the motion v = [l; w] (spatial_ops.cross_m on
     matrix columns, without column views)."""
@@ -238,7 +229,7 @@ def frame_motion(m, d, k, XF, vel, nu_dot, derivatives, J, Jq, dvq, daq, dan, a,
                 J[i, j] = S[b, i]
                 if own_jq:
                     Jq[i, j] = Sig[b, i]
-        _x_vec(X, a, ap)
+        xmv(X, a, ap)
         r, rdd = vel[j], nu_dot[j]
         s0, s1, s2, s3, s4, s5 = S[b, 0] * r, S[b, 1] * r, S[b, 2] * r, S[b, 3] * r, S[b, 4] * r, S[b, 5] * r
         for i in range(6):
@@ -260,7 +251,7 @@ def frame_motion(m, d, k, XF, vel, nu_dot, derivatives, J, Jq, dvq, daq, dan, a,
             for qq in range(off, q + 1):
                 c = cols[qq]
                 _cross_col(s0, s1, s2, s3, s4, s5, dvq, c, daq, c, -1.0)   # (d v / d z_q) x Gamma r
-    _x_vec(XF, a, a)
+    xmv(XF, a, a)
     if not derivatives:
         _x_cols(XF, J, cols, 0, ncol)
         if own_jq:
