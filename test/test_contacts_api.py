@@ -1,11 +1,30 @@
 """Contacts API: validation with errors that name the problem, merged URDF links as frames, the
 singular / redundant contact set error, forward_dynamics with contacts satisfies the constraint."""
+import threading
+
 import numpy as np
 import pytest
 
 import sva_linearizer as sl
 from fd_tools import random_state, random_tree
 from sva_linearizer.robots import robot_urdf_path
+
+
+def _run_threads(work, n):
+    """work(t) on n threads at once; the exceptions they raised."""
+    errors = []
+
+    def run(t):
+        try:
+            work(t)
+        except Exception as e:  # pragma: no cover - returned to the test
+            errors.append(e)
+    threads = [threading.Thread(target=run, args=(t,)) for t in range(n)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    return errors
 
 
 def test_contact_validation_names_the_problem():
@@ -98,7 +117,6 @@ def test_constrained_acceleration_meets_the_constraint():
 def test_contacts_are_immutable_and_reused_buffers_do_not_leak():
     """A Contact cannot change after it is built (the compiled buffers kept per Data rely on it);
     alternating contact sets on one Data, and several threads at once, give what fresh calls give."""
-    import threading
 
     c = sl.Contact("j3", "point", baumgarte=(1.0, 2.0))
     with pytest.raises(AttributeError):
@@ -116,19 +134,12 @@ def test_contacts_are_immutable_and_reused_buffers_do_not_leak():
     for i in (0, 1, 0, 1):
         lin = sl.linearize(model, st, tau, contacts=sets[i], data=d)
         assert np.array_equal(lin.A, fresh[i].A) and np.array_equal(lin.forces, fresh[i].forces)
-    out, errors = {}, []
+    out = {}
 
     def work(t):
-        try:
-            for _ in range(5):
-                out[t] = sl.linearize(model, st, tau, contacts=sets[t % 2])
-        except Exception as e:  # pragma: no cover - reported below
-            errors.append(e)
-    threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
+        for _ in range(5):
+            out[t] = sl.linearize(model, st, tau, contacts=sets[t % 2])
+    errors = _run_threads(work, 4)
     assert not errors
     for t, lin in out.items():
         assert np.array_equal(lin.A, fresh[t % 2].A) and np.array_equal(lin.dforces_dz, fresh[t % 2].dforces_dz)
@@ -226,7 +237,6 @@ def test_bench_contact_rows_run_against_pinocchio(capsys):
 def test_contact_batches_from_threads_are_exact():
     """linearize_batch with contacts (compiled chunks on the worker threads, a plan per thread's
     Data) from several threads at once gives exactly the state-by-state linearize results."""
-    import threading
 
     rng = np.random.default_rng(17)
     model = random_tree(rng, n=14, floating_base=True)
@@ -238,21 +248,14 @@ def test_contact_batches_from_threads_are_exact():
     F = rng.normal(size=(12, 3))
     fc = sl.Contact("j4", "point", "world_aligned")
     ref = [[sl.linearize(model, s, T[i], contacts=cs, forces=[(fc, F[i])]) for i, s in enumerate(sts)] for cs in sets]
-    out, errors = {}, []
+    out = {}
     barrier = threading.Barrier(4)
 
     def work(t):
-        try:
-            barrier.wait()
-            for _ in range(3):
-                out[t] = sl.linearize_batch(model, Q, V, T, contacts=sets[t % 2], forces=[(fc, F)])
-        except Exception as e:  # pragma: no cover - reported below
-            errors.append(e)
-    threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
+        barrier.wait()
+        for _ in range(3):
+            out[t] = sl.linearize_batch(model, Q, V, T, contacts=sets[t % 2], forces=[(fc, F)])
+    errors = _run_threads(work, 4)
     assert not errors, errors
     for t, (A, B) in out.items():
         for i, lin in enumerate(ref[t % 2]):
