@@ -9,7 +9,7 @@ Stages of the pipeline `linearize_state` (linearization/continuous.py), in order
     nu_dot       S tau - h and nu_dot = M^-1 (S tau - h)                              continuous.py
     EIDAmb acc   EIDAmb again at the consistent acceleration (accelerations only)     eidamb.py
     IDSVA        the EIDAmb derivatives D (Tables 4.2-4.5 as IDSVA)                    eidamb_derivatives.py
-    assembly     -M^-1 D (BLAS), B = M^-1 S, -ad(v), the finiteness sum               continuous.py
+    assembly     -M^-1 D (BLAS), B = M^-1 S, -ad(v), the finiteness check             continuous.py
     dispatch     numba's call from Python into linearize_entry (argument unboxing)
     Python       sl.linearize around that call (checks, Data, the result object)
 

@@ -2,6 +2,7 @@
 of the compiled entry points and the errors they become."""
 from __future__ import annotations
 
+from .._jit import njit
 from ..data import Data, get_data
 from ..state import State
 
@@ -10,6 +11,16 @@ BAD_INPUT = -2        # an input is not finite, or the base quaternion not of un
 BASE_SINGULAR = -1    # the floating base's articulated inertia M^A_0 is singular
 NOT_FINITE = -3       # a result overflowed (see diagnose_overflow)
 # k > 0: the pivot D_k of body k (joint k-1) vanishes: M is singular there
+
+
+@njit(inline="always")
+def not_finite(x):
+    """x is NaN or infinite (x - x is 0 for every finite x). The kernels OR it over their results
+    (`bad |= not_finite(x)`): an integer reduction that the compiler vectorises, where a float sum
+    of the results is one serial chain of additions (~4 cycles each: 0.5 us of solo12's 18 x 36
+    A, 2 us of g1's 35 x 70) and can overflow on large finite results."""
+    y = x - x
+    return y != y
 
 
 def check_state(model, state) -> None:

@@ -8,13 +8,12 @@ compiled call, contacts_pipeline.
 """
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .._jit import carve_view, ensure_compiled, njit
-from ..algorithms.common import BAD_INPUT, NOT_FINITE, singular_mass_matrix_error
+from ..algorithms.common import BAD_INPUT, NOT_FINITE, not_finite, singular_mass_matrix_error
 from ..algorithms.contacts import (Contact, ContactSet, check_contacts, check_forces, delassus_inverse,
                                    set_gather, set_rows, set_wrench)
 from ..algorithms.eidamb import eidamb_entry
@@ -262,19 +261,20 @@ def contacts_pipeline(m, d, q, vel, tau, fi, fp, fo, fbuf, fcols, fvec, ci, cp, 
         for i in range(nv):
             for c in range(n):
                 TB[i, c] = 0.0
-    total = 0.0
+    bad = False                                                 # some result overflowed
     for i in range(nv):
         for c in range(nx):
-            total += AL[i, c]
+            bad |= not_finite(AL[i, c])
         for c in range(n + mf):
             B[i, c] = 0.0
         for c in range(n):
-            B[nv + i, c] = B0[nv + i, c] + TB[i, c]
-            total += B[nv + i, c]
+            x = B0[nv + i, c] + TB[i, c]
+            B[nv + i, c] = x
+            bad |= not_finite(x)
         for j in range(mf):
             B[nv + i, n + j] = Bf[i, j]
-            total += Bf[i, j]
-    if not math.isfinite(total):
+            bad |= not_finite(Bf[i, j])
+    if bad:
         return NOT_FINITE
     return 0
 

@@ -13,8 +13,6 @@ one compiled call, `linearize_state`, a pipeline of the algorithms' kernels.
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from typing import TYPE_CHECKING
 
@@ -23,17 +21,17 @@ from numpy.typing import ArrayLike
 if TYPE_CHECKING:
     from ..data import Data
     from ..model import Model
-    from ..state import State
 
 from .._jit import njit
-from ..algorithms.common import BAD_INPUT, NOT_FINITE, check_state, singular_mass_matrix_error
+from ..algorithms.common import (BAD_INPUT, NOT_FINITE, check_state, not_finite,
+                                 singular_mass_matrix_error)
 from ..algorithms.eidamb import eidamb, set_base_acceleration
 from ..algorithms.eidamb_derivatives import eidamb_derivatives
 from ..algorithms.immamb import immamb
 from ..algorithms.kinematics import fill_custom, prepare
 from ..data import get_data, kernel, views
 from ..spatial_ops import cross_m
-from ..state import _is_vector, as_vector, input_error
+from ..state import State, _is_vector, as_vector, input_error
 from .discrete import check_dt, discrete_step, se3_step_jacobians
 from .overflow import overflow_error
 
@@ -86,12 +84,20 @@ def free_acceleration(m, d, vel, tau):
     status = immamb(m, d)
     if status != 0:
         return status
-    Minv = d.Minv
     for i in range(nv):
-        acc = 0.0
-        for c in range(nv):
-            acc += Minv[i, c] * bias[c]
-        nu_dot[i] = acc
+        nu_dot[i] = 0.0
+    # nu_dot = Minv bias by columns: each nu_dot[i] sums in the order of a row dot product, but the
+    # i loop vectorises (a row dot product is one serial chain of additions). Column c is read as
+    # row c where IMMAmb mirrored it exactly (all but the base block (M^A_0)^-1, computed whole)
+    Minv = d.Minv
+    for c in range(off):
+        b = bias[c]
+        for i in range(nv):
+            nu_dot[i] += Minv[i, c] * b
+    for c in range(off, nv):
+        b, Mc = bias[c], Minv[c]
+        for i in range(nv):
+            nu_dot[i] += Mc[i] * b
     return 0
 
 
@@ -127,7 +133,7 @@ def assemble(m, d, vel, Dm, A, B, dt, Ad, Bd):
         A[i, nv + i] = 1.0
         for c in range(n):
             B[i, c] = 0.0
-    total = 0.0                     # a sum of every result: not finite iff one overflowed
+    bad = False                     # some result overflowed (not_finite ORed over them)
     if m.floating:
         e = d.t6[1]
         for c in range(6):
@@ -135,19 +141,21 @@ def assemble(m, d, vel, Dm, A, B, dt, Ad, Bd):
                 e[i] = 1.0 if i == c else 0.0
             cross_m(vel[0:6], e, A[0:6, c], -1.0)                    # d/dt z_H = -ad(v) z_H + z_v
             for i in range(6):
-                total += A[i, c]
+                bad |= not_finite(A[i, c])
     AL = A[nv:]
     np.dot(Minv, Dm, AL)                                             # BLAS: -Minv D, in place
     for i in range(nv):
         Ai = AL[i]
         for c in range(nx):
-            Ai[c] = -Ai[c]
-            total += Ai[c]
+            x = -Ai[c]
+            Ai[c] = x
+            bad |= not_finite(x)
         for c in range(n):
-            B[nv + i, c] = Minv[i, off + c]
-            total += B[nv + i, c]
-        total += nu_dot[i]
-    if not math.isfinite(total):
+            x = Minv[i, off + c]
+            B[nv + i, c] = x
+            bad |= not_finite(x)
+        bad |= not_finite(nu_dot[i])
+    if bad:
         return NOT_FINITE
     if dt > 0.0:
         if m.floating:
@@ -158,8 +166,8 @@ def assemble(m, d, vel, Dm, A, B, dt, Ad, Bd):
         discrete_step(A, B, dt, off, d.E6, d.J6, Ad, Bd)
         for i in range(nx):
             for c in range(nx):
-                total += Ad[i, c]
-        if not math.isfinite(total):
+                bad |= not_finite(Ad[i, c])
+        if bad:
             return NOT_FINITE
     return 0
 
@@ -243,17 +251,21 @@ def linearize(model: Model, state: State, tau: ArrayLike, *, data: Data | None =
     views into it, overwritten by its next use. Without it, fresh arrays are returned
     (each thread then uses a Data of its own). out: (A, B) arrays to write into. dt: also the
     discrete-time Ad, Bd of the semi-implicit Euler step (discrete.py)."""
-    if not _is_vector(tau, model.nj):
-        tau = as_vector("tau", tau, model.nj)
-    check_state(model, state)
     if contacts or forces:
+        if not _is_vector(tau, model.nj):
+            tau = as_vector("tau", tau, model.nj)
+        check_state(model, state)
         if out is not None:
             raise ValueError("linearize: out= is not supported with contacts or forces (B has nj + m "
                              "columns with forces); use the returned arrays")
         return _contacts_module().linearize_contacts(model, state, tau, contacts, forces, data, dt)
+    d = get_data(model, data)         # checked against the model: its sizes are the model's
+    if not _is_vector(tau, d.nj):
+        tau = as_vector("tau", tau, d.nj)
+    if type(state) is not State or state.nj != d.nj or state.floating_base != d.floating_base:
+        check_state(model, state)     # raises, naming the problem (or accepts a State subclass)
     if dt is not None:
         dt = check_dt(dt)
-    d = get_data(model, data)
     if out is None and data is not None:
         A, B = d.A, d.B
     else:

@@ -1,8 +1,9 @@
 """What overflowed, and where it came from, when a linearization's result is not finite.
 
-The compiled pipeline only sums its results (a NaN or an infinity anywhere makes the sum non-finite);
-when it reports NOT_FINITE this walks the intermediate quantities left in the Data, in the order the
-pipeline computed them, and names the first one that is not finite and the body it belongs to."""
+The compiled pipeline only checks its results (common.not_finite ORed over them: a NaN or an
+infinity anywhere sets the flag); when it reports NOT_FINITE this walks the intermediate quantities
+left in the Data, in the order the pipeline computed them, and names the first one that is not
+finite and the body it belongs to."""
 from __future__ import annotations
 
 import numpy as np
