@@ -47,10 +47,18 @@ class Linearization:
 
     def __init__(self, A, B, nu_dot, Minv, D, dt=None, Ad=None, Bd=None, forces=None,
                  dforces_dz=None, dforces_dtau=None):
-        self.A, self.B, self.nu_dot, self.Minv, self.D = A, B, nu_dot, Minv, D
-        self.dt, self.Ad, self.Bd = dt, Ad, Bd
+        self.A = A                  # (one assignment each: a tuple assignment builds the tuple)
+        self.B = B
+        self.nu_dot = nu_dot
+        self.Minv = Minv
+        self.D = D
+        self.dt = dt
+        self.Ad = Ad
+        self.Bd = Bd
         # rigid contacts: the forces on the robot (m,) and their derivatives (m x 2nv, m x nj)
-        self.forces, self.dforces_dz, self.dforces_dtau = forces, dforces_dz, dforces_dtau
+        self.forces = forces
+        self.dforces_dz = dforces_dz
+        self.dforces_dtau = dforces_dtau
 
     @property
     def D_q(self) -> np.ndarray:
