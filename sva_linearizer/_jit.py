@@ -87,7 +87,16 @@ if HAVE_NUMBA:
         """Compiled `_carve_view_py`: the view's shape, strides and data pointer are written
         directly (numba's reshape calls a C helper per array; the workspace views are carved at
         every entry point). The caller guarantees offset + prod(shape) <= buf.size (data.views
-        checks the total)."""
+        checks the total).
+
+        The view borrows buf's memory without a reference (a null meminfo, as numba.carray
+        gives): numba keeps every array's reference count up to date, an atomic increment and
+        decrement for each view and each slice of one (Xup[k], Fc[k], ...), hundreds per call;
+        these were ~12% of solo12's kernel and a quarter of ur5's. With a null meminfo they are
+        a pointer test. This is safe because buf is always an argument of the compiled entry
+        point (ib, fb, a contact plan's buffers), which its caller holds for the whole call, and
+        no view is returned to Python. Never carve from an array allocated in compiled code (it
+        may be freed while a view is in use), nor return a carved view."""
         if not isinstance(buf, _types.Array) or buf.ndim != 1 or buf.layout != "C":
             return None
         ndim = len(shape)
@@ -107,7 +116,8 @@ if HAVE_NUMBA:
                 acc = builder.mul(acc, k)
             out = _make_array(retty)(context, builder)
             _populate_array(out, data=builder.gep(src.data, [off], inbounds=True), shape=dims,
-                            strides=strides, itemsize=itemsize, meminfo=src.meminfo,
+                            strides=strides, itemsize=itemsize,
+                            meminfo=_cgutils.get_null_value(src.meminfo.type),
                             parent=_cgutils.get_null_value(out.parent.type))
             return _borrowed(context, builder, retty, out._getvalue())
 
