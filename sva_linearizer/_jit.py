@@ -122,8 +122,34 @@ if HAVE_NUMBA:
             return _borrowed(context, builder, retty, out._getvalue())
 
         return retty(buf, offset, shape), codegen
+
+    @_intrinsic
+    def borrow(typingctx, arr):
+        """arr itself, as a view that holds no reference (a null meminfo: see carve_view), for the
+        arrays a compiled entry point is given and its caller holds for the call: slicing it
+        (Q[i], OA[i] per state of a batch) then costs no atomic operation on a reference count
+        that the batch's threads share."""
+        if not isinstance(arr, _types.Array):
+            return None
+
+        def codegen(context, builder, sig, args):
+            aty = sig.args[0]
+            src = _make_array(aty)(context, builder, args[0])
+            out = _make_array(aty)(context, builder)
+            _populate_array(out, data=src.data,
+                            shape=_cgutils.unpack_tuple(builder, src.shape, aty.ndim),
+                            strides=_cgutils.unpack_tuple(builder, src.strides, aty.ndim),
+                            itemsize=src.itemsize,
+                            meminfo=_cgutils.get_null_value(src.meminfo.type),
+                            parent=_cgutils.get_null_value(out.parent.type))
+            return _borrowed(context, builder, aty, out._getvalue())
+
+        return arr(arr), codegen
 else:
     carve_view = _carve_view_py
+
+    def borrow(arr):
+        return arr
 
 
 # ------------------------------------------------------------------------------------------------

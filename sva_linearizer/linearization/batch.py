@@ -24,7 +24,7 @@ from numpy.typing import ArrayLike
 if TYPE_CHECKING:
     from ..model import Model
 
-from .._jit import HAVE_NUMBA, ensure_compiled, njit
+from .._jit import HAVE_NUMBA, borrow, ensure_compiled, njit
 from ..data import check_fits, get_data, views
 from .continuous import _out_arrays, linearize, linearize_entry, linearize_state, status_error
 from .discrete import check_dt
@@ -74,6 +74,8 @@ def batch_chunk(ib, fb, Q, V, TAU, OA, OB, status, dt, SA, SB, lo, hi):
     """linearize_state for rows lo..hi-1 of Q, V, TAU on the workspace fb: A, B into OA[i], OB[i];
     with dt > 0, Ad, Bd into OA[i], OB[i] (A, B in the scratch SA, SB)."""
     m, d, _ = views(ib, fb)
+    Q, V, TAU, OA, OB, status = borrow(Q), borrow(V), borrow(TAU), borrow(OA), borrow(OB), borrow(status)
+    SA, SB = borrow(SA), borrow(SB)
     for i in range(lo, hi):
         if dt > 0.0:
             status[i] = linearize_state(m, d, Q[i], V[i], TAU[i], SA, SB, dt, OA[i], OB[i])

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .._jit import carve_view, ensure_compiled, njit
+from .._jit import borrow, carve_view, ensure_compiled, njit
 from ..algorithms.common import BAD_INPUT, NOT_FINITE, not_finite, singular_mass_matrix_error
 from ..algorithms.contacts import (Contact, ContactSet, check_contacts, check_forces, delassus_inverse,
                                    set_gather, set_rows, set_wrench)
@@ -462,6 +462,8 @@ def contacts_chunk(ib, fb, Q, V, TAU, pi, pf, FV, OA, OB, status, lo, hi):
     m, d, _ = views(ib, fb)
     fi, fp, fo, fbuf, fcols, fvec, ci, cp, co, cbuf, ccols, ws, A, B, lam, dz, dtau = plan_views(
         m.nv, m.n, pi, pf)
+    Q, V, TAU, FV, OA, OB, status = (borrow(Q), borrow(V), borrow(TAU), borrow(FV), borrow(OA),
+                                     borrow(OB), borrow(status))
     for i in range(lo, hi):
         status[i] = contacts_pipeline(m, d, Q[i], V[i], TAU[i], fi, fp, fo, fbuf, fcols, FV[i], ci, cp, co,
                                       cbuf, ccols, ws, True, OA[i], OB[i], lam, dz, dtau)
