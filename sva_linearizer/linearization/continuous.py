@@ -316,8 +316,10 @@ def linearize_flat(model: Model, q: np.ndarray, v: np.ndarray, tau: np.ndarray, 
     a quaternion within the tolerance of unit norm is normalised (in the call, not in your q), a
     non-finite or non-unit input raises ValueError naming it, as in `linearize`. One Data per
     thread: this never allocates, so two threads must not share a Data."""
-    data = get_data(model, data) if data is None or data._arrays is not model.arrays() else data
-    nq, nv, nj = model.nq, model.nv, model.nj
+    if data is None or data._arrays is not model.arrays():
+        data = get_data(model, data)              # raises for a Data of another model
+    nj, nv = data.nj, data.nv                     # (the Model's sizes are properties: ~0.1 us each)
+    nq = nv + 1 if data.floating_base else nv
     if not _is_vector(q, nq):
         q = as_vector("q", q, nq)
     if not _is_vector(v, nv):
