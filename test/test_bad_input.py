@@ -60,8 +60,12 @@ def test_quaternion_normalised_within_tolerance_rejected_beyond(quad):
     ref = sl.State.from_vectors(quad, q, v)
     q_near = q.copy()
     q_near[3:7] *= 1 + 5e-7  # within 1e-6: normalised silently
+    before = q_near.copy()
     st = sl.State.from_vectors(quad, q_near, v)
     np.testing.assert_allclose(st.R, ref.R, atol=1e-12)
+    assert abs(np.linalg.norm(st.quat) - 1.0) < 4e-16          # the state's own copy, normalised
+    np.testing.assert_allclose(st.quat, q[3:7], rtol=0, atol=1e-15)
+    np.testing.assert_array_equal(q_near, before)              # the caller's q is left alone
     q_far = q.copy()
     q_far[3:7] *= 1.01
     with pytest.raises(ValueError, match=r"quaternion.*norm 1.01 is not 1"):
