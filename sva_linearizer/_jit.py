@@ -29,6 +29,8 @@ import threading
 import time
 import types
 
+import numpy as np
+
 HAVE_NUMBA = False
 if os.environ.get("SVA_LINEARIZER_NO_JIT", "") in ("", "0"):
     try:
@@ -64,6 +66,16 @@ def njit(fn=None, *, parallel=False, inline="never"):
             return d
         return f
     return wrap(fn) if fn is not None else wrap
+
+
+def kernel_array(x) -> np.ndarray:
+    """x as the compiled kernels take it: a C-contiguous, aligned, writeable float64 array (no copy
+    when it already is one). numba compiles a kernel once per argument type, and a read-only or
+    unaligned array is another type: passed as it is (a vector from np.frombuffer, a ROS message's
+    array, a view of a read-only batch), it would make numba compile the whole pipeline again in
+    the middle of a control loop (16 s on ur5)."""
+    arr = np.ascontiguousarray(x, dtype=float)
+    return arr if arr.flags.carray else arr.copy()
 
 
 def _carve_view_py(buf, offset, shape):

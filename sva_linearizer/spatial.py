@@ -94,10 +94,11 @@ def rpy_to_matrix(rpy):
 def quat_to_matrix(q) -> np.ndarray:
     """Rotation matrix of a quaternion (x, y, z, w) (Pinocchio / ROS order), normalised on the way
     (spatial_ops.quat_to_rot, the one implementation the kernels use too)."""
+    from ._jit import kernel_array
     from .spatial_ops import quat_to_rot
 
     R = np.empty((3, 3))
-    quat_to_rot(np.ascontiguousarray(q, dtype=float), R)
+    quat_to_rot(kernel_array(q), R)
     return R
 
 

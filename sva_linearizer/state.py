@@ -6,7 +6,7 @@ import math
 import numpy as np
 
 from ._jit import _done as _compiled_groups  # the groups ensure_compiled has seen to
-from ._jit import ensure_compiled, njit
+from ._jit import ensure_compiled, kernel_array, njit
 from .spatial import matrix_to_quat, quat_to_matrix
 
 QUATERNION_TOLERANCE = 1e-6  # |norm - 1| up to this is normalised silently; beyond it is an error
@@ -15,7 +15,7 @@ QUATERNION_TOLERANCE = 1e-6  # |norm - 1| up to this is normalised silently; bey
 def as_vector(name, x, size):
     """x as a finite, contiguous float vector of the given size, or a ValueError naming the problem."""
     try:
-        arr = np.ascontiguousarray(x, dtype=float)
+        arr = kernel_array(x)
     except (TypeError, ValueError):
         raise ValueError(f"{name}: expected {size} numbers, got {type(x).__name__}") from None
     if arr.ndim == 2 and 1 in arr.shape:  # a row or column vector
@@ -155,11 +155,12 @@ _FLOAT64 = np.dtype(np.float64)
 
 
 def _is_vector(x, size):
-    """x is already what the kernels take: a C-contiguous float64 vector of the given size. (On the
-    hot path: `is` against numpy's float64 descriptor is a pointer compare; an equal descriptor
-    that is another object only sends x through as_vector, which copies it.)"""
+    """x is already what the kernels take: a float64 vector of the given size, C-contiguous,
+    aligned and writeable (`flags.carray`; see kernel_array). (On the hot path: `is` against
+    numpy's float64 descriptor is a pointer compare; an equal descriptor that is another object
+    only sends x through as_vector, which copies it.)"""
     return (type(x) is np.ndarray and x.dtype is _FLOAT64 and x.shape == (size,)
-            and x.flags.c_contiguous)
+            and x.flags.carray)
 
 
 def input_error(model, q, v, tau=None):

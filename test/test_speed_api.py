@@ -248,3 +248,51 @@ def test_profile_command_counts_and_times_every_stage(capsys):
     out = capsys.readouterr().out
     for stage in STAGES + ("dispatch", "Python"):
         assert any(line.strip().startswith(stage) for line in out.splitlines()), stage
+
+
+def test_read_only_inputs_give_the_same_numbers_and_compile_nothing():
+    """numba compiles a kernel once per argument type, and a read-only array (np.frombuffer, a ROS
+    message's array, a view of a read-only batch) is another type than a writeable one: before
+    kernel_array, a read-only tau sent linearize into a fresh compile of the whole pipeline (16 s
+    on ur5). Every public entry point now gives such inputs the types the kernels were compiled
+    for: the same numbers, and no dispatcher gains a signature."""
+    from sva_linearizer import _jit
+    from sva_linearizer.spatial import quat_to_matrix
+
+    model = load_robot("quadruped")
+    rng = np.random.default_rng(3)
+    quat = rng.normal(size=4)
+    q = np.r_[rng.normal(size=3), quat / np.linalg.norm(quat), rng.uniform(-1, 1, model.nj)]
+    v, tau, nu_dot = rng.normal(size=model.nv), rng.normal(size=model.nj), rng.normal(size=model.nv)
+    Q, V, T = np.stack([q, q]), np.stack([v, 2 * v]), np.stack([tau, -tau])
+    feet = [sl.Contact(f, "point", "world_aligned", baumgarte=(5.0, 1.0)) for f in ("LF_foot", "RH_foot")]
+    push = [(sl.Contact("RF_foot", "point", "local"), np.array([1.0, 2.0, 30.0]))]
+
+    def every_entry(q, v, tau, nu_dot, Q, V, T, data):
+        st = sl.State.from_vectors(model, q, v)
+        lin = sl.linearize(model, st, tau, dt=0.01)
+        flat = sl.linearize_flat(model, q, v, tau, data)
+        Ab, Bb = sl.linearize_batch(model, Q, V, T)
+        c = sl.linearize(model, st, tau, contacts=feet, forces=push)
+        A_ro, B_ro, vp = (np.array(x) for x in (lin.A, lin.B, v[:6]))
+        if not q.flags.writeable:
+            for x in (A_ro, B_ro, vp):
+                x.setflags(write=False)
+        return [lin.A, lin.B, lin.Ad, lin.Bd, flat[0].copy(), flat[1].copy(), Ab, Bb, c.A, c.B, c.forces,
+                sl.forward_dynamics(model, st, tau), sl.extended_inverse_dynamics(model, st, nu_dot),
+                *sl.extended_inverse_dynamics_derivatives(model, st, nu_dot),
+                *sl.discretize(A_ro, B_ro, 0.01, v_plus=vp), quat_to_matrix(q[3:7])]
+
+    ref = every_entry(q, v, tau, nu_dot, Q, V, T, sl.Data(model))   # compiles or loads what they need
+    signatures = [len(d.signatures) for d in _jit._DISPATCHERS]
+
+    def read_only(x):
+        y = np.frombuffer(np.array(x).tobytes()).reshape(np.shape(x))
+        assert not y.flags.writeable
+        return y
+
+    got = every_entry(*(read_only(x) for x in (q, v, tau, nu_dot, Q, V, T)), sl.Data(model))
+    for a, b in zip(got, ref):
+        np.testing.assert_array_equal(a, b)
+    grown = [d.py_func.__qualname__ for d, n in zip(_jit._DISPATCHERS, signatures) if len(d.signatures) != n]
+    assert not grown, f"read-only inputs compiled new versions of {grown}"

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .._jit import ensure_compiled, njit
+from .._jit import ensure_compiled, kernel_array, njit
 from ..data import views
 from ..spatial import placement_to_xform
 from ..spatial_ops import xmv
@@ -305,7 +305,7 @@ def frame_motion_py(d, fr: FrameRef, vel, nu_dot, derivatives=True) -> FrameMoti
     r = FrameMotion()
     r.J, r.Jq, r.dvq, r.daq, r.dan = (np.zeros((6, nv)) for _ in range(5))   # zero: frame_motion
     r.a = np.empty(6)
-    nu_dot = np.ascontiguousarray(nu_dot, dtype=float)
+    nu_dot = kernel_array(nu_dot)
     for second in ((False, True) if derivatives else (False,)):   # the derivatives' pass reads J, Jq
         frame_motion_entry(d.ib, d.fb, fr.k, fr.XF, vel, nu_dot, second, r.J, r.Jq, r.dvq, r.daq, r.dan,
                            r.a, np.empty(nv, dtype=np.int64))

@@ -24,7 +24,7 @@ from numpy.typing import ArrayLike
 if TYPE_CHECKING:
     from ..model import Model
 
-from .._jit import HAVE_NUMBA, borrow, ensure_compiled, njit
+from .._jit import HAVE_NUMBA, borrow, ensure_compiled, kernel_array, njit
 from ..data import check_fits, get_data, views
 from .continuous import _out_arrays, linearize, linearize_entry, linearize_state, status_error
 from .discrete import check_dt
@@ -89,7 +89,7 @@ def _batch_arrays(model, q_batch, v_batch, tau_batch):
     arrs = []
     for name, X in (("q", q_batch), ("v", v_batch), ("tau", tau_batch)):
         try:
-            arrs.append(np.ascontiguousarray(X, dtype=float))
+            arrs.append(kernel_array(X))
         except (TypeError, ValueError):
             raise ValueError(f"linearize_batch: {name} must be an (N, size) array of numbers") from None
     Q, V, T = arrs

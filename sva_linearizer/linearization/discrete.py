@@ -18,7 +18,7 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._jit import njit
+from .._jit import kernel_array, njit
 
 
 @njit(inline="always")
@@ -190,7 +190,7 @@ def discretize(A: ArrayLike, B: ArrayLike, dt: float,
     V2 = None if v_plus is None else v_plus.reshape(-1, 6)
     for i in range(A2.shape[0]):
         if V2 is not None:
-            se3_step_jacobians(np.ascontiguousarray(dt * V2[i]), E, J, M3)
-        discrete_step(np.ascontiguousarray(A2[i]), np.ascontiguousarray(B2[i]), dt,
+            se3_step_jacobians(kernel_array(dt * V2[i]), E, J, M3)
+        discrete_step(kernel_array(A2[i]), kernel_array(B2[i]), dt,
                       0 if V2 is None else 6, E, J, Ad2[i], Bd2[i])
     return Ad, Bd
