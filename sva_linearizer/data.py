@@ -79,6 +79,10 @@ WORK = (
     ("nu_dot", ("nv",), "the consistent acceleration M^-1 (S tau - h)"),
     ("bias", ("nv",), "S tau - h(q, nu)"),
     ("rdd", ("n",), "joint accelerations (ABA)"),
+    ("A", ("nx", "nx"), "A of linearize(..., data=) (3.53), [z_q, z_nu] rows and columns"),
+    ("B", ("nx", "n"), "B of linearize(..., data=)"),
+    ("Ad", ("nx", "nx"), "Ad of linearize(..., data=, dt=) (discrete step)"),
+    ("Bd", ("nx", "n"), "Bd of linearize(..., data=, dt=)"),
     ("E6", (6, 6), "exp(-ad(dt v+)) (discrete step)"),
     ("J6", (6, 6), "Jr(dt v+), the right Jacobian of SE(3) (discrete step)"),
     ("M3", (10, 3, 3), "3x3 scratch of the discrete step"),
@@ -224,7 +228,7 @@ class Data:
         self.nj, self.nv, self.floating_base = n, model.nv, model.floating_base
         self.custom = tuple((j, model.bodies[j].joint, model.joint_names[j]) for j in arr.custom)
         nfloat = buffer_sizes(n, model.floating_base, 0)[1]
-        check_fits(model, 8 * (nfloat + 2 * model.nv * (2 * model.nv + n)))   # before allocating
+        check_fits(model, 8 * nfloat)                     # before allocating
         lam = np.concatenate([[-1], arr.parent + 1]).astype(np.int64)
         sub_ptr, sub_rng = _subtree_ranges(lam)
         nint = buffer_sizes(n, model.floating_base, len(sub_rng))[0]
@@ -250,10 +254,6 @@ class Data:
         self.jpitch[1:] = arr.jpitch
         self.a_grav[:] = arr.a_grav
         self.R[:] = np.eye(3)
-        self.A = np.zeros((2 * self.nv, 2 * self.nv))     # linearize(..., data=) results
-        self.B = np.zeros((2 * self.nv, n))
-        self.Ad = np.zeros((2 * self.nv, 2 * self.nv))    # ... and with dt
-        self.Bd = np.zeros((2 * self.nv, n))
         self._busy = False      # in use by a call of this thread (see get_data)
 
     def _bind(self):
@@ -270,7 +270,6 @@ class Data:
         new = object.__new__(Data)
         new.__dict__.update(self.__dict__)
         new.ib, new.fb = self.ib.copy(), self.fb.copy()
-        new.A, new.B, new.Ad, new.Bd = self.A.copy(), self.B.copy(), self.Ad.copy(), self.Bd.copy()
         new._busy = False
         new.__dict__.pop("_contact_sets", None)     # contacts.contact_set's buffers: per Data
         new._bind()

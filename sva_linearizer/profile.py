@@ -10,7 +10,7 @@ Stages of the pipeline `linearize_state` (linearization/continuous.py), in order
     EIDAmb acc   EIDAmb again at the consistent acceleration (accelerations only)     eidamb.py
     IDSVA        the EIDAmb derivatives D (Tables 4.2-4.5 as IDSVA)                    eidamb_derivatives.py
     assembly     -M^-1 D (BLAS), B = M^-1 S, -ad(v), the finiteness check             continuous.py
-    dispatch     numba's call from Python into linearize_entry (argument unboxing)
+    dispatch     numba's call from Python into linearize_entry_data (argument unboxing)
     Python       sl.linearize around that call (checks, Data, the result object)
 
 Time: each stage runs `reps` times inside one compiled loop on a Data prepared at a random state
@@ -97,15 +97,15 @@ def time_stages(model, reps: int = 200, runs: int = 15, seed: int = 0) -> dict:
     import sva_linearizer as sl
 
     from .bench import random_states
-    from .linearization.continuous import linearize_entry
+    from .linearization.continuous import linearize_entry_data
 
     stage_loop = _loops()
     Q, V, T = random_states(model, 1, seed)
     state = sl.State.from_vectors(model, Q[0], V[0])
     q, v, tau = state.q, state.v, T[0]
     d = sl.Data(model)
-    A, B = np.empty((2 * model.nv, 2 * model.nv)), np.empty((2 * model.nv, model.nj))
-    if linearize_entry(d.ib, d.fb, q, v, tau, A, B, 0.0, A, B) != 0:
+    A, B = d.A, d.B
+    if linearize_entry_data(d.ib, d.fb, q, v, tau, 0.0) != 0:
         raise ValueError("profile: the random state failed to linearize")
     runs_us = {k: [] for k in range(8)}
     entry, python = [], []
@@ -113,13 +113,13 @@ def time_stages(model, reps: int = 200, runs: int = 15, seed: int = 0) -> dict:
         stage_loop(d.ib, d.fb, q, v, tau, A, B, k, 1)   # compile / warm
     for _ in range(runs):
         for k in (0, 1, 2, 3, 4, 5, 6, 7):
-            linearize_entry(d.ib, d.fb, q, v, tau, A, B, 0.0, A, B)   # the state every stage expects
+            linearize_entry_data(d.ib, d.fb, q, v, tau, 0.0)   # the state every stage expects
             t = time.perf_counter()
             stage_loop(d.ib, d.fb, q, v, tau, A, B, k, reps)
             runs_us[k].append(1e6 * (time.perf_counter() - t) / reps)
         t = time.perf_counter()
         for _ in range(reps):
-            linearize_entry(d.ib, d.fb, q, v, tau, A, B, 0.0, A, B)
+            linearize_entry_data(d.ib, d.fb, q, v, tau, 0.0)
         entry.append(1e6 * (time.perf_counter() - t) / reps)
         t = time.perf_counter()
         for _ in range(reps):

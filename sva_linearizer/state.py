@@ -85,8 +85,11 @@ class State:
             ensure_compiled()
         nj, floating = len(model.bodies), model.floating_base
         nq, nv = (nj + 7, nj + 6) if floating else (nj, nj)
-        if _is_vector(q, nq) and _is_vector(v, nv):
-            q, v = q.copy(), v.copy()        # always the state's own copies (see the class docstring)
+        if (type(q) is np.ndarray and type(v) is np.ndarray and q.dtype is _FLOAT64
+                and v.dtype is _FLOAT64 and q.shape == (nq,) and v.shape == (nv,)):
+            # always the state's own copies (see the class docstring); a copy is C-contiguous,
+            # aligned and writeable whatever q's layout, so _is_vector's flags test is not needed
+            q, v = q.copy(), v.copy()
         else:
             q = np.array(as_vector("q", q, nq))
             v = np.array(as_vector("v", v, nv))
