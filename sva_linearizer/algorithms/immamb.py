@@ -21,16 +21,34 @@ from .kinematics import prepare
 
 
 @njit(inline="always")
-def f_columns(X, S, U, iD, Fk, Fp, Mrow, c0, c1, up):
-    """IMMA(mb) backward pass for columns c0..c1-1 of body k's subtree (T4.6:10-12 / T4.7:10-11): m = Minv_row - Gamma^T F_k / D, then F_lam += X^T (F_k + U m). X, Gamma, U in
-    locals."""
+def f_columns(X, S, U, iD, Fk, Fp, Mrow, c0, c1, up, own):
+    """IMMA(mb) backward pass for columns c0..c1-1 of body k's subtree (T4.6:10-12 / T4.7:10-11):
+    m = Minv_row - Gamma^T F_k / D, then F_lam = X^T (F_k + U m). X, Gamma, U in locals.
+
+    No F is zeroed first: body k's own column `own` (the first of its subtree) has F_k = 0, as no
+    child's subtree holds k, so there m = Minv_kk = 1/D_k; every other column of F_k was set by the
+    one child whose subtree holds it, and F_lam's columns in subtree(k) get k's term alone (the
+    children's subtrees are disjoint), so it is stored, not added. Off the diagonal Minv_row
+    starts at 0: m = -Gamma^T F_k / D."""
     blocks = xblocks(X)
     s0, s1, s2, s3, s4, s5 = S[0] * iD, S[1] * iD, S[2] * iD, S[3] * iD, S[4] * iD, S[5] * iD
     u0, u1, u2, u3, u4, u5 = U[0], U[1], U[2], U[3], U[4], U[5]
+    if c0 == own:
+        Mrow[own] = iD                                               # T4.6:9
+        if up:
+            r0, r1, r2, r3, r4, r5 = xt6(blocks, u0 * iD, u1 * iD, u2 * iD, u3 * iD, u4 * iD,
+                                         u5 * iD)
+            Fp[0, own] = r0
+            Fp[1, own] = r1
+            Fp[2, own] = r2
+            Fp[3, own] = r3
+            Fp[4, own] = r4
+            Fp[5, own] = r5
+        c0 += 1
     for col in range(c0, c1):
         y0, y1, y2 = Fk[0, col], Fk[1, col], Fk[2, col]
         y3, y4, y5 = Fk[3, col], Fk[4, col], Fk[5, col]
-        m = Mrow[col] - (s0 * y0 + s1 * y1 + s2 * y2 + s3 * y3 + s4 * y4 + s5 * y5)
+        m = -(s0 * y0 + s1 * y1 + s2 * y2 + s3 * y3 + s4 * y4 + s5 * y5)
         Mrow[col] = m
         if up:
             y0 += u0 * m
@@ -40,12 +58,12 @@ def f_columns(X, S, U, iD, Fk, Fp, Mrow, c0, c1, up):
             y4 += u4 * m
             y5 += u5 * m
             r0, r1, r2, r3, r4, r5 = xt6(blocks, y0, y1, y2, y3, y4, y5)
-            Fp[0, col] += r0
-            Fp[1, col] += r1
-            Fp[2, col] += r2
-            Fp[3, col] += r3
-            Fp[4, col] += r4
-            Fp[5, col] += r5
+            Fp[0, col] = r0
+            Fp[1, col] = r1
+            Fp[2, col] = r2
+            Fp[3, col] = r3
+            Fp[4, col] = r4
+            Fp[5, col] = r5
 
 
 @njit(inline="always")
@@ -70,6 +88,16 @@ def p_columns(X, S, w0, w1, w2, w3, w4, w5, Pp, Pk, Mrow, c0, c1):
         Q5[col] = s5 * m + e20 * p3 + e21 * p4 + e22 * p5
 
 
+@njit(inline="always")
+def m_columns(w0, w1, w2, w3, w4, w5, Pp, Mrow, c0, c1):
+    """p_columns for a leaf body: m = Minv_row - w^T P_lam only (T4.6:19 / T4.7:17); no child
+    reads a leaf's P_k, so T4.6:20-23 / T4.7:18 are skipped."""
+    P0, P1, P2, P3, P4, P5 = Pp[0], Pp[1], Pp[2], Pp[3], Pp[4], Pp[5]
+    for col in range(c0, c1):
+        Mrow[col] -= (w0 * P0[col] + w1 * P1[col] + w2 * P2[col] + w3 * P3[col] + w4 * P4[col]
+                      + w5 * P5[col])
+
+
 @kernel
 def immamb(m, d):
     """IMMA (Table 4.6, fixed base) and IMMAmb (Table 4.7, moving base): d.Minv = M^-1 without
@@ -89,32 +117,25 @@ def immamb(m, d):
         for c in range(i, n):
             Minv[off + i, off + c] = 0.0
     init_articulated(m, d)                                           # T4.6:1-5
-    for k in range(nb):
-        Fck = Fc[k]
-        for t in range(sub_ptr[k], sub_ptr[k + 1]):
-            for i in range(6):
-                for col in range(sub_rng[t, 0], sub_rng[t, 1]):
-                    Fck[i, col] = 0.0
     tol = pivot_tolerance(m)
     for k in range(n, 0, -1):                                        # T4.6:6
         iD = articulated_step(m, d, k, tol)                          # T4.6:7-8, 13-14
         if iD == 0.0:
             return k
-        j = k - 1
-        Minv[vidx[k], vidx[k]] = iD                                  # T4.6:9
         up = lam[k] > 0 or floating                                  # T4.6:11; always (T4.7)
         Mrow = Minv[vidx[k], off:]
-        for t in range(sub_ptr[k], sub_ptr[k + 1]):                  # T4.6:10, 12 / T4.7:11
+        for t in range(sub_ptr[k], sub_ptr[k + 1]):                  # T4.6:9-10, 12 / T4.7:11
             f_columns(Xup[k], S[k], U[k], iD, Fc[k], Fc[lam[k]], Mrow, sub_rng[t, 0],
-                      sub_rng[t, 1], up)
+                      sub_rng[t, 1], up, k - 1)
     P0 = P[0]
     if floating:
         if not inv_spd6(IA[0], T2, T):                               # T4.7:25: (M^A_0)^-1
             return BASE_SINGULAR
         for i in range(6):                                           # T4.7:15
+            x = -T2[i, 0]
             for col in range(n):
-                P0[i, col] = 0.0
-            for c in range(6):
+                P0[i, col] = x * Fc[0, 0, col]
+            for c in range(1, 6):
                 x = -T2[i, c]
                 for col in range(n):
                     P0[i, col] += x * Fc[0, c, col]
@@ -134,7 +155,10 @@ def immamb(m, d):
         w0, w1, w2, w3, w4, w5 = w[0] / Dk, w[1] / Dk, w[2] / Dk, w[3] / Dk, w[4] / Dk, w[5] / Dk
         Mrow[j] -= (w0 * Pp[0, j] + w1 * Pp[1, j] + w2 * Pp[2, j] + w3 * Pp[3, j]
                     + w4 * Pp[4, j] + w5 * Pp[5, j])                 # T4.6:19 / T4.7:17, column j
-        p_columns(Xk, Sk, w0, w1, w2, w3, w4, w5, Pp, Pk, Mrow, j + 1, n)
+        if sub_ptr[k + 1] - sub_ptr[k] == 1 and sub_rng[sub_ptr[k], 1] == k:    # a leaf
+            m_columns(w0, w1, w2, w3, w4, w5, Pp, Mrow, j + 1, n)
+        else:
+            p_columns(Xk, Sk, w0, w1, w2, w3, w4, w5, Pp, Pk, Mrow, j + 1, n)
     for i in range(n):                                               # T4.6:26-30 / T4.7:20-24
         for jj in range(i + 1, n):
             Minv[off + jj, off + i] = Minv[off + i, off + jj]
