@@ -67,10 +67,11 @@ def f_columns(X, S, U, iD, Fk, Fp, Mrow, c0, c1, up, own):
 
 
 @njit(inline="always")
-def p_columns(X, S, w0, w1, w2, w3, w4, w5, Pp, Pk, Mrow, c0, c1):
+def p_columns(X, S, w0, w1, w2, w3, w4, w5, Pp, Pk, Mrow, c0, c1, fresh):
     """IMMA(mb) forward pass for columns c0..c1-1 (T4.6:19-23 / T4.7:17-18):
-    m = Minv_row - w^T P_lam, P_k = X P_lam + Gamma m. X and Gamma are held in locals so that the
-    column loop is straight-line code."""
+    m = Minv_row - w^T P_lam, P_k = X P_lam + Gamma m; with `fresh` the columns lie outside body
+    k's subtree, where the backward pass left nothing (Minv_row = 0): m = -w^T P_lam. X and Gamma
+    are held in locals so that the column loop is straight-line code."""
     (e00, e01, e02, e10, e11, e12, e20, e21, e22,
      f00, f01, f02, f10, f11, f12, f20, f21, f22) = xblocks(X)
     s0, s1, s2, s3, s4, s5 = S[0], S[1], S[2], S[3], S[4], S[5]
@@ -78,7 +79,10 @@ def p_columns(X, S, w0, w1, w2, w3, w4, w5, Pp, Pk, Mrow, c0, c1):
     Q0, Q1, Q2, Q3, Q4, Q5 = Pk[0], Pk[1], Pk[2], Pk[3], Pk[4], Pk[5]
     for col in range(c0, c1):
         p0, p1, p2, p3, p4, p5 = P0[col], P1[col], P2[col], P3[col], P4[col], P5[col]
-        m = Mrow[col] - (w0 * p0 + w1 * p1 + w2 * p2 + w3 * p3 + w4 * p4 + w5 * p5)
+        if fresh:
+            m = -(w0 * p0 + w1 * p1 + w2 * p2 + w3 * p3 + w4 * p4 + w5 * p5)
+        else:
+            m = Mrow[col] - (w0 * p0 + w1 * p1 + w2 * p2 + w3 * p3 + w4 * p4 + w5 * p5)
         Mrow[col] = m
         Q0[col] = s0 * m + e00 * p0 + e01 * p1 + e02 * p2 + f00 * p3 + f01 * p4 + f02 * p5
         Q1[col] = s1 * m + e10 * p0 + e11 * p1 + e12 * p2 + f10 * p3 + f11 * p4 + f12 * p5
@@ -90,11 +94,12 @@ def p_columns(X, S, w0, w1, w2, w3, w4, w5, Pp, Pk, Mrow, c0, c1):
 
 @njit(inline="always")
 def m_columns(w0, w1, w2, w3, w4, w5, Pp, Mrow, c0, c1):
-    """p_columns for a leaf body: m = Minv_row - w^T P_lam only (T4.6:19 / T4.7:17); no child
-    reads a leaf's P_k, so T4.6:20-23 / T4.7:18 are skipped."""
+    """p_columns for a leaf body, whose subtree is its own column alone (all columns fresh):
+    m = -w^T P_lam only (T4.6:19 / T4.7:17); no child reads a leaf's P_k, so T4.6:20-23 /
+    T4.7:18 are skipped."""
     P0, P1, P2, P3, P4, P5 = Pp[0], Pp[1], Pp[2], Pp[3], Pp[4], Pp[5]
     for col in range(c0, c1):
-        Mrow[col] -= (w0 * P0[col] + w1 * P1[col] + w2 * P2[col] + w3 * P3[col] + w4 * P4[col]
+        Mrow[col] = -(w0 * P0[col] + w1 * P1[col] + w2 * P2[col] + w3 * P3[col] + w4 * P4[col]
                       + w5 * P5[col])
 
 
@@ -113,9 +118,6 @@ def immamb(m, d):
     U, Dd, Fc, P, Minv, IA, T, T2 = d.U, d.Dd, d.Fc, d.P, d.Minv, d.IA, d.T, d.T2
     n, nb, floating = m.n, m.nb, m.floating
     off = m.nv - n                                                   # joint columns of Minv
-    for i in range(n):                                               # the upper triangle
-        for c in range(i, n):
-            Minv[off + i, off + c] = 0.0
     init_articulated(m, d)                                           # T4.6:1-5
     tol = pivot_tolerance(m)
     for k in range(n, 0, -1):                                        # T4.6:6
@@ -157,8 +159,15 @@ def immamb(m, d):
                     + w4 * Pp[4, j] + w5 * Pp[5, j])                 # T4.6:19 / T4.7:17, column j
         if sub_ptr[k + 1] - sub_ptr[k] == 1 and sub_rng[sub_ptr[k], 1] == k:    # a leaf
             m_columns(w0, w1, w2, w3, w4, w5, Pp, Mrow, j + 1, n)
-        else:
-            p_columns(Xk, Sk, w0, w1, w2, w3, w4, w5, Pp, Pk, Mrow, j + 1, n)
+            continue
+        c = j + 1                  # columns j+1..n-1: subtree(k)'s ranges (the first starts at
+        for t in range(sub_ptr[k], sub_ptr[k + 1]):                  # j) and the gaps between
+            a, b = sub_rng[t, 0], sub_rng[t, 1]
+            if a > c:
+                p_columns(Xk, Sk, w0, w1, w2, w3, w4, w5, Pp, Pk, Mrow, c, a, True)
+            p_columns(Xk, Sk, w0, w1, w2, w3, w4, w5, Pp, Pk, Mrow, max(a, c), b, False)
+            c = b
+        p_columns(Xk, Sk, w0, w1, w2, w3, w4, w5, Pp, Pk, Mrow, c, n, True)
     for i in range(n):                                               # T4.6:26-30 / T4.7:20-24
         for jj in range(i + 1, n):
             Minv[off + jj, off + i] = Minv[off + i, off + jj]
