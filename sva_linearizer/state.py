@@ -85,7 +85,7 @@ class State:
             ensure_compiled()
         nj, floating = len(model.bodies), model.floating_base
         nq, nv = (nj + 7, nj + 6) if floating else (nj, nj)
-        if (type(q) is np.ndarray and type(v) is np.ndarray and q.dtype is _FLOAT64
+        if (type(q) is _ndarray and type(v) is _ndarray and q.dtype is _FLOAT64
                 and v.dtype is _FLOAT64 and q.shape == (nq,) and v.shape == (nv,)):
             # always the state's own copies (see the class docstring); a copy is C-contiguous,
             # aligned and writeable whatever q's layout, so _is_vector's flags test is not needed
@@ -155,6 +155,7 @@ class State:
 
 
 _FLOAT64 = np.dtype(np.float64)
+_ndarray = np.ndarray   # (a module global: one lookup on the hot paths, not two)
 
 
 def _is_vector(x, size):
@@ -162,7 +163,7 @@ def _is_vector(x, size):
     aligned and writeable (`flags.carray`; see kernel_array). (On the hot path: `is` against
     numpy's float64 descriptor is a pointer compare; an equal descriptor that is another object
     only sends x through as_vector, which copies it.)"""
-    return (type(x) is np.ndarray and x.dtype is _FLOAT64 and x.shape == (size,)
+    return (type(x) is _ndarray and x.dtype is _FLOAT64 and x.shape == (size,)
             and x.flags.carray)
 
 
