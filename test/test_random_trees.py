@@ -71,6 +71,39 @@ def test_imma_immamb_equal_inverse_of_crba(floating):
         assert e_max(Minv @ M, np.eye(model.nv)) < 1e-10
 
 
+@pytest.mark.parametrize("floating", [True, False])
+def test_a_workspace_full_of_nan_gives_the_same_results(floating):
+    """Every kernel writes each workspace entry before it reads it (IMMAmb does not zero F_k, P_k or
+    Minv first, relying on that): a Data whose whole workspace holds NaN gives M^-1 = inv(CRBA)
+    and exactly the A, B of a fresh Data. Random trees whose subtrees are several index ranges
+    (the gaps between them are IMMAmb's columns outside a subtree)."""
+    from sva_linearizer.data import WORK
+
+    def dirty(model):
+        d = sl.Data(model)
+        for name, _, _ in WORK:
+            getattr(d, name)[...] = np.nan
+        return d
+
+    ranges = 0
+    for seed in range(4):
+        rng = np.random.default_rng(300 + seed)
+        model = random_tree(rng, n=4 + 3 * seed, floating_base=floating)
+        st = random_state(model, rng)
+        tau = rng.normal(size=model.nj)
+        d = dirty(model)
+        ranges = max(ranges, int(np.max(np.diff(d.sub_ptr))))
+        Minv = sl.inverse_mass_matrix(model, st, data=d)
+        M = sl.mass_matrix(model, st)
+        assert e_max(Minv, np.linalg.inv(M)) < 1e-10
+        lin = sl.linearize(model, st, tau, data=dirty(model))
+        ref = sl.linearize(model, st, tau, data=sl.Data(model))
+        np.testing.assert_array_equal(lin.A, ref.A)
+        np.testing.assert_array_equal(lin.B, ref.B)
+        np.testing.assert_array_equal(lin.Minv, Minv)
+    assert ranges >= 3   # some subtree is three ranges or more: the gaps are exercised
+
+
 def test_linearize_batch_matches_single_states():
     rng = np.random.default_rng(3)
     model = random_tree(rng, n=5)
