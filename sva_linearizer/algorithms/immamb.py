@@ -21,6 +21,17 @@ from .kinematics import prepare
 
 
 @njit(inline="always")
+def set_column(F, col, r):
+    """F[:, col] = r for a 6 x N matrix F and a 6-tuple r."""
+    F[0, col] = r[0]
+    F[1, col] = r[1]
+    F[2, col] = r[2]
+    F[3, col] = r[3]
+    F[4, col] = r[4]
+    F[5, col] = r[5]
+
+
+@njit(inline="always")
 def f_columns(X, S, U, iD, Fk, Fp, Mrow, c0, c1, up, own):
     """IMMA(mb) backward pass for columns c0..c1-1 of body k's subtree (T4.6:10-12 / T4.7:10-11):
     m = Minv_row - Gamma^T F_k / D, then F_lam = X^T (F_k + U m). X, Gamma, U in locals.
@@ -36,14 +47,7 @@ def f_columns(X, S, U, iD, Fk, Fp, Mrow, c0, c1, up, own):
     if c0 == own:
         Mrow[own] = iD                                               # T4.6:9
         if up:
-            r0, r1, r2, r3, r4, r5 = xt6(blocks, u0 * iD, u1 * iD, u2 * iD, u3 * iD, u4 * iD,
-                                         u5 * iD)
-            Fp[0, own] = r0
-            Fp[1, own] = r1
-            Fp[2, own] = r2
-            Fp[3, own] = r3
-            Fp[4, own] = r4
-            Fp[5, own] = r5
+            set_column(Fp, own, xt6(blocks, u0 * iD, u1 * iD, u2 * iD, u3 * iD, u4 * iD, u5 * iD))
         c0 += 1
     for col in range(c0, c1):
         y0, y1, y2 = Fk[0, col], Fk[1, col], Fk[2, col]
@@ -57,13 +61,7 @@ def f_columns(X, S, U, iD, Fk, Fp, Mrow, c0, c1, up, own):
             y3 += u3 * m
             y4 += u4 * m
             y5 += u5 * m
-            r0, r1, r2, r3, r4, r5 = xt6(blocks, y0, y1, y2, y3, y4, y5)
-            Fp[0, col] = r0
-            Fp[1, col] = r1
-            Fp[2, col] = r2
-            Fp[3, col] = r3
-            Fp[4, col] = r4
-            Fp[5, col] = r5
+            set_column(Fp, col, xt6(blocks, y0, y1, y2, y3, y4, y5))
 
 
 @njit(inline="always")
