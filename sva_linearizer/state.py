@@ -6,7 +6,7 @@ import math
 import numpy as np
 
 from ._jit import _done as _compiled_groups  # the groups ensure_compiled has seen to
-from ._jit import ensure_compiled, kernel_array, njit
+from ._jit import direct, ensure_compiled, kernel_array, njit
 from .spatial import matrix_to_quat, quat_to_matrix
 
 QUATERNION_TOLERANCE = 1e-6  # |norm - 1| up to this is normalised silently; beyond it is an error
@@ -53,7 +53,7 @@ class State:
     the state new vectors) to linearize somewhere else. Also State(model, R=..., p=..., s=...,
     v_base=..., r=...)."""
 
-    __slots__ = ("nj", "floating_base", "q", "v")
+    __slots__ = ("nj", "floating_base", "_q", "_v")
 
     def __init__(self, model, R=None, p=None, s=None, v_base=None, r=None):
         nj = model.nj
@@ -70,12 +70,12 @@ class State:
             quat = matrix_to_quat(R)
             p = np.zeros(3) if p is None else as_vector("base position p", p, 3)
             v_base = np.zeros(6) if v_base is None else as_vector("base twist v", v_base, 6)
-            self.q = np.concatenate([p, quat / np.linalg.norm(quat), s])
-            self.v = np.concatenate([v_base, r])
+            self._q = np.concatenate([p, quat / np.linalg.norm(quat), s])
+            self._v = np.concatenate([v_base, r])
         else:
             if (p is not None and np.any(p)) or (v_base is not None and np.any(v_base)):
                 raise ValueError("fixed-base model: base pose and twist are not part of the state")
-            self.q, self.v = s.copy(), r.copy()
+            self._q, self._v = s.copy(), r.copy()
 
     @classmethod
     def from_vectors(cls, model, q, v):
@@ -93,11 +93,37 @@ class State:
         else:
             q = np.array(as_vector("q", q, nq))
             v = np.array(as_vector("v", v, nv))
-        if check_state_vectors(q, v, floating) == 1:   # (a quaternion within tolerance: normalised)
+        if (_CHECK or _direct_check())(q, v, floating) == 1:   # check_state_vectors, on the copies
             raise input_error(model, q, v)
         st = object.__new__(cls)
-        st.nj, st.floating_base, st.q, st.v = nj, floating, q, v
+        st.nj, st.floating_base, st._q, st._v = nj, floating, q, v
         return st
+
+    # q and v are the state's own arrays (C-contiguous float64 vectors of the model's sizes, which
+    # the compiled calls take without numba's type dispatch: see _jit.direct). Assigning a new one
+    # checks it as from_vectors does (finite, the right size, a unit quaternion within
+    # QUATERNION_TOLERANCE, normalised) and stores a copy.
+    @property
+    def q(self):
+        """[p, quaternion (x, y, z, w), s] (floating base) or s (fixed base)."""
+        return self._q
+
+    @q.setter
+    def q(self, value):
+        q = np.array(as_vector("q", value, self._q.shape[0]))
+        if (_CHECK or _direct_check())(q, self._v, self.floating_base) == 1:   # (q is finite)
+            unit_quaternion(q[3:7], "q[3:7] (base quaternion x, y, z, w)")   # raises, naming it
+            raise ValueError("q: not a valid state vector")   # pragma: no cover - they agree
+        self._q = q
+
+    @property
+    def v(self):
+        """[v_lin, w, r] (floating base: the body twist of the base) or r (fixed base)."""
+        return self._v
+
+    @v.setter
+    def v(self, value):
+        self._v = np.array(as_vector("v", value, self._v.shape[0]))
 
     @property
     def quat(self):
@@ -129,10 +155,10 @@ class State:
     def _set(self, which, lo, name, value, base=False):
         if base and not self.floating_base:
             raise ValueError("fixed-base model: base pose and twist are not part of the state")
-        new = getattr(self, which).copy()
+        new = getattr(self, "_" + which).copy()
         size = (new.shape[0] - lo) if not base else (3 if which == "q" else 6)
         new[lo:lo + size] = as_vector(name, value, size)
-        setattr(self, which, new)
+        setattr(self, "_" + which, new)
 
     @s.setter
     def s(self, value):
@@ -216,4 +242,13 @@ def check_state_vectors(q, v, floating):
         for i in range(3, 7):
             q[i] /= nrm
     return status
+
+
+_CHECK = None   # check_state_vectors called directly on its one signature (State's own copies)
+
+
+def _direct_check():
+    global _CHECK
+    _CHECK = direct(check_state_vectors, np.zeros(7), np.zeros(6), True)
+    return _CHECK
 

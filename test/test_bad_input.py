@@ -151,6 +151,52 @@ def test_state_setters_do_not_write_into_the_callers_arrays(quad):
         st.s = np.ones(3)
 
 
+def test_assigning_q_or_v_checks_them_as_from_vectors_does(quad):
+    """state.q = ... and state.v = ... take the same path as State.from_vectors: a copy, checked
+    (size, finite values, unit quaternion, normalised within tolerance). The compiled call reads a
+    State's own q and v without checking their sizes, so a vector of the wrong size assigned
+    there once gave A and B silently (read past its end)."""
+    q, v = flat_state(quad)
+    q[3:7] = [0.1, 0.2, 0.3, 0.9]
+    q[3:7] /= np.linalg.norm(q[3:7])
+    q[7:] = np.linspace(-1.0, 1.0, quad.nj)
+    v[:] = np.linspace(0.5, -0.5, quad.nv)
+    tau = np.linspace(-2.0, 2.0, quad.nj)
+    st = sl.State.from_vectors(quad, q, v)
+    data = sl.Data(quad)
+    good = sl.linearize(quad, st, tau, data=data).A.copy()
+    for bad, match in [(q[:-1], rf"q: expected a vector of size {quad.nq}"),
+                       (np.where(np.arange(quad.nq) == 9, np.nan, q), r"q: entry 9 is nan"),
+                       (np.concatenate([q[:3], 1.01 * q[3:7], q[7:]]), r"quaternion.*norm 1.01 is not 1")]:
+        with pytest.raises(ValueError, match=match):
+            st.q = bad
+    for bad, match in [(np.zeros(quad.nv + 2), rf"v: expected a vector of size {quad.nv}"),
+                       (np.full(quad.nv, np.inf), r"v: entry 0 is inf")]:
+        with pytest.raises(ValueError, match=match):
+            st.v = bad
+    np.testing.assert_array_equal(sl.linearize(quad, st, tau, data=data).A, good)   # unchanged
+    # accepted: anything from_vectors accepts, as the same numbers (a copy, normalised)
+    q2 = q.copy()
+    q2[3:7] *= 1 + 5e-7
+    v2 = v[::-1].copy()
+    ref = sl.State.from_vectors(quad, q2, v2)
+    ref_lin = sl.linearize(quad, ref, tau)
+    ro = q2.copy()
+    ro.flags.writeable = False
+    for q_in, v_in in [(q2, v2), (list(q2), list(v2)), (ro, np.repeat(v2, 2)[::2]),
+                       (q2.astype(np.float32).astype(np.float64), v2)]:
+        st.q, st.v = q_in, v_in
+        assert st.q is not q_in and st.v is not v_in
+        assert st.q.dtype == np.float64 and st.q.flags.carray and st.v.flags.carray
+        if q_in is not None and np.array_equal(np.asarray(q_in), q2):
+            np.testing.assert_array_equal(st.q, ref.q)
+            lin = sl.linearize(quad, st, tau, data=data)
+            np.testing.assert_array_equal(lin.A, ref_lin.A)
+            np.testing.assert_array_equal(lin.B, ref_lin.B)
+    q2[8] = 7.0                                  # the caller's arrays stay theirs
+    assert st.q[8] != 7.0
+
+
 def _one_custom_joint_model(jcalc, jcalcderiv):
     m = sl.Model(floating_base=False)
     m.add_body("odd", None, sl.Joint.custom(jcalc, jcalcderiv),
