@@ -10,7 +10,8 @@ Stages of the pipeline `linearize_state` (linearization/continuous.py), in order
     EIDAmb acc   EIDAmb again at the consistent acceleration (accelerations only)     eidamb.py
     IDSVA        the EIDAmb derivatives D (Tables 4.2-4.5 as IDSVA)                    eidamb_derivatives.py
     assembly     -M^-1 D (BLAS), B = M^-1 S, -ad(v), the finiteness check             continuous.py
-    dispatch     numba's call from Python into linearize_entry_data (argument unboxing)
+    dispatch     the call from Python into linearize_entry_data's compiled code, as linearize
+                 makes it (argument unboxing; _jit.direct: without numba's type dispatch)
     Python       sl.linearize around that call (checks, Data, the result object)
 
 Time: each stage runs `reps` times inside one compiled loop on a Data prepared at a random state
@@ -97,8 +98,9 @@ def time_stages(model, reps: int = 200, runs: int = 15, seed: int = 0) -> dict:
     import sva_linearizer as sl
 
     from .bench import random_states
-    from .linearization.continuous import linearize_entry_data
+    from .linearization.continuous import _direct_entry
 
+    linearize_entry_data = _direct_entry()   # the compiled call, as linearize makes it
     stage_loop = _loops()
     Q, V, T = random_states(model, 1, seed)
     state = sl.State.from_vectors(model, Q[0], V[0])
