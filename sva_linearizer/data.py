@@ -32,6 +32,8 @@ MODEL_INTS = (
     ("sub_ptr", ("nb+1",), "subtree(k)'s joint-index ranges are sub_rng[sub_ptr[k]:sub_ptr[k+1]]"),
     ("sub_rng", ("nrng", 2), "[first, last+1) joint-index ranges (IMMA's column sets)"),
     ("sax", ("nb",), "axis code of joint k: i when Gamma_k = sigma_k = +-e_i (a column read), else -1"),
+    ("rig", ("nb",), "1 when every inertia in subtree(k) has rigid-body form exactly (rigid_form): "
+                     "its composites do too (rigid_congruence_add), else 0"),
 )
 MODEL_FLOATS = (
     ("Xtree", ("nb", 6, 6), "^{lam(k)|k}X_lam(k): the joint frame's placement in the parent (D.2)"),
@@ -212,6 +214,25 @@ def check_fits(model, nbytes: int, what: str = "workspace") -> None:
             "memory is available")
 
 
+def rigid_form(M: np.ndarray) -> bool:
+    """Whether a 6x6 linear-angular inertia is exactly [[m 1, -h^], [h^, C]] (C symmetric): every
+    body built from a mass, a centre of mass and a rotational inertia (URDF, sl.Inertia; merged
+    fixed links add such matrices and keep the form). A 6x6 given as a raw matrix may not be."""
+    m = M[0, 0]
+    L = M[3:6, 0:3]
+    return bool(np.array_equal(M, M.T) and np.array_equal(M[0:3, 0:3], m * np.eye(3))
+                and np.array_equal(L, -L.T))
+
+
+def _rigid_subtrees(lam: np.ndarray, inertia: np.ndarray) -> np.ndarray:
+    """rig[k] = 1 when every body of subtree(k) has a rigid_form inertia (lam[k] < k)."""
+    rig = np.array([rigid_form(M) for M in inertia], dtype=np.int64)
+    for k in range(len(lam) - 1, 0, -1):
+        if not rig[k]:
+            rig[lam[k]] = 0
+    return rig
+
+
 class Data:
     """Preallocated buffers for one model: the model's arrays and every workspace the algorithms
     write, carved out of one int and one float buffer (`views`), so that a compiled call takes few
@@ -242,6 +263,7 @@ class Data:
         from .algorithms.kinematics import axis_codes
         self.sax[:] = -1
         self.sax[1:] = axis_codes(arr.jtype, arr.jaxis, arr.jpitch)
+        self.rig[:] = _rigid_subtrees(lam, np.concatenate([arr.base_inertia[None], arr.inertia]))
         off = 6 if model.floating_base else 0
         self.vidx[1:] = off + np.arange(n)
         self.sub_ptr[:] = sub_ptr

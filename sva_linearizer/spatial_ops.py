@@ -10,6 +10,7 @@ than the arithmetic). Linear-angular order; the same operations as :mod:`sva_lin
     cross_f6         v x* h as 6 scalars
     xt_add           X^T f   (a force from the child's frame to the parent's)
     congruence_add   X^T M X (an inertia from the child's frame to the parent's)
+    rigid_congruence_add  the same for M of rigid-body form, on its parameters (m, h, C)
     inv_spd6         (M)^-1 of a symmetric positive-definite 6x6
     quat_to_rot      R of a quaternion (x, y, z, w)
 
@@ -234,6 +235,53 @@ def congruence_add(X, M, out):
         out[3, i] += q0
         out[4, i] += q1
         out[5, i] += q2
+
+
+@njit(inline="always")
+def rigid_congruence_add(X, M, out):
+    """out += X^T M X, as congruence_add, for M of rigid-body form [[m 1, -h^], [h^, C]] (h = m c,
+    C symmetric; linear-angular): read from m = M[0, 0], h = (M[5, 1], M[3, 2], M[4, 0]) and C's
+    upper triangle, and written back in that form (exactly). The form is kept by congruences and
+    sums (composite inertias; and their time derivatives, m = 0: IDSVA's KC). The shift by o
+    (congruence_add's B' = B + A o^, C' = C + B^T o^ - o^ B' with A = m 1, B = -h^, expanded with
+    a^ b^ = b a^T - (a.b) 1) acts on the parameters: h' = h - m o and
+    C' = C + g o^T + o g^T - 2 (o.g) 1 with g = h - m o / 2; then the rotation E^T (.) E, with
+    E^T h'^ E = (E^T h')^. About 180 operations where congruence_add takes 375."""
+    blocks = xblocks(X)
+    (e00, e01, e02, e10, e11, e12, e20, e21, e22) = blocks[0:9]
+    o0 = X[2, 3] * e10 + X[2, 4] * e11 + X[2, 5] * e12          # o^ = F E^T
+    o1 = X[0, 3] * e20 + X[0, 4] * e21 + X[0, 5] * e22
+    o2 = X[1, 3] * e00 + X[1, 4] * e01 + X[1, 5] * e02
+    ms = M[0, 0]
+    h0, h1, h2 = M[5, 1], M[3, 2], M[4, 0]
+    hm = 0.5 * ms
+    g0, g1, g2 = h0 - hm * o0, h1 - hm * o1, h2 - hm * o2
+    d = -2.0 * (o0 * g0 + o1 * g1 + o2 * g2)
+    c00 = M[3, 3] + 2.0 * g0 * o0 + d
+    c11 = M[4, 4] + 2.0 * g1 * o1 + d
+    c22 = M[5, 5] + 2.0 * g2 * o2 + d
+    c01 = M[3, 4] + g0 * o1 + o0 * g1
+    c02 = M[3, 5] + g0 * o2 + o0 * g2
+    c12 = M[4, 5] + g1 * o2 + o1 * g2
+    _rot_sym_add(blocks, c00, c01, c02, c11, c12, c22, out, 3)
+    h0, h1, h2 = h0 - ms * o0, h1 - ms * o1, h2 - ms * o2     # h' = h - m o, then E^T h'
+    r0 = e00 * h0 + e10 * h1 + e20 * h2
+    r1 = e01 * h0 + e11 * h1 + e21 * h2
+    r2 = e02 * h0 + e12 * h1 + e22 * h2
+    for i in range(3):
+        out[i, i] += ms
+    out[4, 0] += r2                                              # h^ below, -h^ above
+    out[0, 4] += r2
+    out[3, 1] -= r2
+    out[1, 3] -= r2
+    out[5, 1] += r0
+    out[1, 5] += r0
+    out[4, 2] -= r0
+    out[2, 4] -= r0
+    out[3, 2] += r1
+    out[2, 3] += r1
+    out[5, 0] -= r1
+    out[0, 5] -= r1
 
 
 @njit(inline="always")

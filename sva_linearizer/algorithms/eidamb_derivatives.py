@@ -28,8 +28,8 @@ if TYPE_CHECKING:
 from .._jit import njit
 from ..data import kernel, views
 from ..spatial import crm, xform
-from ..spatial_ops import (congruence_add, cross_f, cross_f6, cross_m, dot6, m_s, mv, mv_add, s_dot,
-                           xblocks, xt6, xt_add)
+from ..spatial_ops import (congruence_add, cross_f, cross_f6, cross_m, dot6, m_s, mv, mv_add,
+                           rigid_congruence_add, s_dot, xblocks, xt6, xt_add)
 from .eidamb import run_eidamb
 
 BASE_VELOCITY_FRAMES = ("body", "inertial")
@@ -78,7 +78,9 @@ def eidamb_derivatives(m, d):
     icub's ill-conditioned states; README, Performance).
     IC: composite M^C_k (lines 8, 22). 2 B^C_k (lines 9, 22) is kept as its symmetric part KC[k]
     and the composite momentum hC[k] (two_b_sym): 2B^C x = KC x + x x* hC, by equivariance of the
-    cross products, and KC's congruence is the cheap symmetric one. Ps[k] = [Psi-dot_k, Psi-ddot_k,
+    cross products, and KC's congruence is the cheap symmetric one. Where subtree(k)'s inertias are
+    of rigid-body form (m.rig), so are M^C_k and KC[k] (KC = d/dt M^C, of mass 0): their
+    congruences then run on the 10 parameters (rigid_congruence_add). Ps[k] = [Psi-dot_k, Psi-ddot_k,
     S-dot_k + Psi-dot_k (for Gamma)] (lines 5-7, eq. 31). tt[k]: t1..t4; cur: 4x6; T: 6x6 and t6:
     3x6 scratch.
 
@@ -86,7 +88,7 @@ def eidamb_derivatives(m, d):
     two apart: sigma in the position derivatives (Psi-dot, Psi-ddot, the f x-bar* sigma term),
     Gamma in the velocity derivatives and in tau = Gamma^T f. Line 15's third term is kept (digest
     section 2.9: dropping it is an erratum of the paper)."""
-    lam, vidx, sax, floating, nb, nv, I = m.lam, m.vidx, m.sax, m.floating, m.nb, m.nv, m.I
+    lam, vidx, sax, rig, floating, nb, nv, I = m.lam, m.vidx, m.sax, m.rig, m.floating, m.nb, m.nv, m.I
     S, Sig, Xup, v, vp, ap, hv, f, g0 = d.S, d.Sig, d.Xup, d.v, d.vp, d.ap, d.hv, d.f, d.g0
     IC, KC, hC, Ps, tt, cur, D, T, t6 = d.IC, d.KC, d.hC, d.Ps, d.tt, d.cur, d.D, d.T2, d.t6
     for i in range(D.shape[0]):
@@ -164,8 +166,12 @@ def eidamb_derivatives(m, d):
                 Dr[mm] = -Dr[mm]
                 Dr[nv + mm] = cur[3, mm] - Dr[nv + mm]
         if p > 0 or floating:                                    # IDSVA:22
-            congruence_add(Xup[k], ICk, IC[p])
-            congruence_add(Xup[k], KCk, KC[p])
+            if rig[k]:                       # rigid-body form kept: on its parameters (spatial_ops)
+                rigid_congruence_add(Xup[k], ICk, IC[p])
+                rigid_congruence_add(Xup[k], KCk, KC[p])
+            else:
+                congruence_add(Xup[k], ICk, IC[p])
+                congruence_add(Xup[k], KCk, KC[p])
             xt_add(Xup[k], hC[k], hC[p])
     if floating:                                                 # base-base block (IDSVA:19-20)
         e, col, w = t6[0], t6[1], t6[2]
