@@ -34,11 +34,15 @@ MODEL_INTS = (
     ("sax", ("nb",), "axis code of joint k: i when Gamma_k = sigma_k = +-e_i (a column read), else -1"),
     ("rig", ("nb",), "1 when every inertia in subtree(k) has rigid-body form exactly (rigid_form): "
                      "its composites do too (rigid_congruence_add), else 0"),
+    ("xax", ("nb",), "structure code of Xup[k]: a in 0..2 when Xup[k] = [[E, E w^], [0, E]] for every s, "
+                     "E a rotation about e_a and w = xw[k] constant (a revolute joint about +-e_a on a "
+                     "placement without rotation: axis_structure), else -1 (the full 6x6)"),
 )
 MODEL_FLOATS = (
     ("Xtree", ("nb", 6, 6), "^{lam(k)|k}X_lam(k): the joint frame's placement in the parent (D.2)"),
     ("I", ("nb", 6, 6), "M_k: body k's spatial inertia about its origin (I[0]: the base)"),
     ("jaxis", ("nb", 3), "unit joint axis (built-in joints)"),
+    ("xw", ("nb", 3), "w of Xup[k] = [[E, E w^], [0, E]] where xax[k] >= 0: the placement's offset"),
     ("jpitch", ("nb",), "helical pitch"),
     ("a_grav", (3,), "-gravity in the world frame (the base 'accelerates upwards', EIDAmb line 7)"),
 )
@@ -264,6 +268,9 @@ class Data:
         self.sax[:] = -1
         self.sax[1:] = axis_codes(arr.jtype, arr.jaxis, arr.jpitch)
         self.rig[:] = _rigid_subtrees(lam, np.concatenate([arr.base_inertia[None], arr.inertia]))
+        from .algorithms.kinematics import axis_structure
+        self.xax[:] = -1
+        self.xax[1:], self.xw[1:] = axis_structure(arr.jtype, self.sax[1:], arr.Xtree)
         off = 6 if model.floating_base else 0
         self.vidx[1:] = off + np.arange(n)
         self.sub_ptr[:] = sub_ptr

@@ -47,6 +47,79 @@ def mv_add(X, x, out):
 
 
 @njit(inline="always")
+def rigid_mv6(M, x):
+    """M x as 6 scalars for M of rigid-body form [[m 1, -h^], [h^, C]] (data.rigid_form; m = 0 for
+    KC): [m x_l - h x x_w; h x x_l + C x_w], 24 multiplies where the 6x6 product takes 36."""
+    ms, h0, h1, h2 = M[0, 0], M[5, 1], M[3, 2], M[4, 0]
+    l0, l1, l2, w0, w1, w2 = x[0], x[1], x[2], x[3], x[4], x[5]
+    return (ms * l0 - (h1 * w2 - h2 * w1),
+            ms * l1 - (h2 * w0 - h0 * w2),
+            ms * l2 - (h0 * w1 - h1 * w0),
+            h1 * l2 - h2 * l1 + M[3, 3] * w0 + M[3, 4] * w1 + M[3, 5] * w2,
+            h2 * l0 - h0 * l2 + M[4, 3] * w0 + M[4, 4] * w1 + M[4, 5] * w2,
+            h0 * l1 - h1 * l0 + M[5, 3] * w0 + M[5, 4] * w1 + M[5, 5] * w2)
+
+
+@njit(inline="always")
+def mv_r(M, rigid, x, out):
+    """out = M x (mv), on M's rigid-body parameters where `rigid` says M has that form (rigid_mv6)."""
+    if rigid:
+        out[0], out[1], out[2], out[3], out[4], out[5] = rigid_mv6(M, x)
+    else:
+        mv(M, x, out)
+
+
+@njit(inline="always")
+def mv_add_r(M, rigid, x, out):
+    """out += M x (mv_add), on M's rigid-body parameters where `rigid` says so (rigid_mv6)."""
+    if rigid:
+        r0, r1, r2, r3, r4, r5 = rigid_mv6(M, x)
+        add6(out, r0, r1, r2, r3, r4, r5)
+    else:
+        mv_add(M, x, out)
+
+
+@njit(inline="always")
+def two_b_sym_rigid(M, v, K):
+    """K = C + C^T with C = v x* M (the symmetric part of Singh's 2B, eq. 28; see
+    eidamb_derivatives.two_b_sym) for M = [[m 1, -h^], [h^, C]] of rigid-body form, on its
+    parameters: with v = [l; w], K = [[0, k^], [-k^, 2 (l.h) 1 - l h^T - h l^T + w^ C - C w^]],
+    k = h x w - m l (a matrix of rigid-body form with mass 0, as composites' derivatives are)."""
+    ms, h0, h1, h2 = M[0, 0], M[5, 1], M[3, 2], M[4, 0]
+    l0, l1, l2, w0, w1, w2 = v[0], v[1], v[2], v[3], v[4], v[5]
+    k0 = h1 * w2 - h2 * w1 - ms * l0
+    k1 = h2 * w0 - h0 * w2 - ms * l1
+    k2 = h0 * w1 - h1 * w0 - ms * l2
+    c00, c01, c02, c11, c12, c22 = M[3, 3], M[3, 4], M[3, 5], M[4, 4], M[4, 5], M[5, 5]
+    p00 = w1 * c02 - w2 * c01                     # P = w^ C (rows of w x C's columns)
+    p01 = w1 * c12 - w2 * c11
+    p02 = w1 * c22 - w2 * c12
+    p10 = w2 * c00 - w0 * c02
+    p11 = w2 * c01 - w0 * c12
+    p12 = w2 * c02 - w0 * c22
+    p20 = w0 * c01 - w1 * c00
+    p21 = w0 * c11 - w1 * c01
+    p22 = w0 * c12 - w1 * c02
+    lh = 2.0 * (l0 * h0 + l1 * h1 + l2 * h2)      # w^ C - C w^ = P + P^T (C symmetric)
+    for i in range(3):
+        for c in range(3):
+            K[i, c] = 0.0
+    K[0, 4] = K[4, 0] = -k2                       # [[0, k^], [-k^, .]]: k^[0,1] = -k2
+    K[0, 5] = K[5, 0] = k1
+    K[1, 3] = K[3, 1] = k2
+    K[1, 5] = K[5, 1] = -k0
+    K[2, 3] = K[3, 2] = -k1
+    K[2, 4] = K[4, 2] = k0
+    K[0, 3] = K[3, 0] = K[1, 4] = K[4, 1] = K[2, 5] = K[5, 2] = 0.0
+    K[3, 3] = lh - 2.0 * l0 * h0 + 2.0 * p00
+    K[4, 4] = lh - 2.0 * l1 * h1 + 2.0 * p11
+    K[5, 5] = lh - 2.0 * l2 * h2 + 2.0 * p22
+    K[3, 4] = K[4, 3] = p01 + p10 - (l0 * h1 + h0 * l1)
+    K[3, 5] = K[5, 3] = p02 + p20 - (l0 * h2 + h0 * l2)
+    K[4, 5] = K[5, 4] = p12 + p21 - (l1 * h2 + h1 * l2)
+
+
+@njit(inline="always")
 def xmv(X, x, out):
     """out = X x for a spatial transform X = [[E, F], [0, E]] (a motion from the parent's frame to
     the child's): [E x_l + F x_w; E x_w], 27 multiplies instead of 36 (equal to mv(X, x, out));
@@ -156,11 +229,270 @@ def xt6(blocks, y0, y1, y2, y3, y4, y5):
 
 
 @njit(inline="always")
+def axis_blocks(X, a):
+    """For X = [[E, E w^], [0, E]] with E a rotation about e_a (kinematics.axis_structure): the
+    other two axes b, c (a, b, c cyclic, so that cross products keep their form in that order) and
+    E's 2x2 block E_bb, E_bc, E_cb, E_cc; the rest of E is 1 at (a, a) and 0."""
+    b = a + 1 if a < 2 else 0
+    c = b + 1 if b < 2 else 0
+    return b, c, X[b, b], X[b, c], X[c, b], X[c, c]
+
+
+@njit(inline="always")
+def xt_rows_axis(X, w, a, Y):
+    """Each row y = [f; n] of Y becomes X^T y = [E^T f; E^T n - w x E^T f] for X = [[E, E w^],
+    [0, E]] with E a rotation about e_a (xtf_rows' result, in about half its arithmetic)."""
+    b, c, ebb, ebc, ecb, ecc = axis_blocks(X, a)
+    wa, wb, wc = w[a], w[b], w[c]
+    for r in range(Y.shape[0]):
+        fa, fb, fc = Y[r, a], Y[r, b], Y[r, c]
+        nb, nc = Y[r, 3 + b], Y[r, 3 + c]
+        gb = ebb * fb + ecb * fc                    # E^T f (its a component is fa)
+        gc = ebc * fb + ecc * fc
+        Y[r, b] = gb
+        Y[r, c] = gc
+        Y[r, 3 + a] -= wb * gc - wc * gb            # E^T n - w x E^T f
+        Y[r, 3 + b] = ebb * nb + ecb * nc - (wc * fa - wa * gc)
+        Y[r, 3 + c] = ebc * nb + ecc * nc - (wa * gb - wb * fa)
+
+
+@njit(inline="always")
+def xmv_axis(X, w, a, x, out):
+    """out = X x = [E (x_l + w x x_w); E x_w] for X = [[E, E w^], [0, E]] with E a rotation about
+    e_a (xmv's result); alias-safe (x is read first)."""
+    b, c, ebb, ebc, ecb, ecc = axis_blocks(X, a)
+    wa, wb, wc = w[a], w[b], w[c]
+    la, lb, lc, ra, rb, rc = x[a], x[b], x[c], x[3 + a], x[3 + b], x[3 + c]
+    ua = la + (wb * rc - wc * rb)                   # x_l + w x x_w
+    ub = lb + (wc * ra - wa * rc)
+    uc = lc + (wa * rb - wb * ra)
+    out[a] = ua
+    out[b] = ebb * ub + ebc * uc
+    out[c] = ecb * ub + ecc * uc
+    out[3 + a] = ra
+    out[3 + b] = ebb * rb + ebc * rc
+    out[3 + c] = ecb * rb + ecc * rc
+
+
+@njit(inline="always")
+def xt_add_axis(X, w, a, x, out):
+    """out += X^T x = [E^T f; E^T n - w x E^T f] for X = [[E, E w^], [0, E]] with E a rotation
+    about e_a (xt_add's result); out must not alias x."""
+    b, c, ebb, ebc, ecb, ecc = axis_blocks(X, a)
+    wa, wb, wc = w[a], w[b], w[c]
+    fa, fb, fc, na, nb, nc = x[a], x[b], x[c], x[3 + a], x[3 + b], x[3 + c]
+    gb = ebb * fb + ecb * fc
+    gc = ebc * fb + ecc * fc
+    out[a] += fa
+    out[b] += gb
+    out[c] += gc
+    out[3 + a] += na - (wb * gc - wc * gb)
+    out[3 + b] += ebb * nb + ecb * nc - (wc * fa - wa * gc)
+    out[3 + c] += ebc * nb + ecc * nc - (wa * gb - wb * fa)
+
+
+@njit(inline="always")
+def _rot_sym_axis(ebb, ebc, ecb, ecc, saa, sab, sac, sbb, sbc, scc):
+    """E^T S E for a symmetric 3x3 S and E a rotation about the first of three cyclic axes (a, b,
+    c), everything in that order: (S'_aa, S'_ab, S'_ac, S'_bb, S'_bc, S'_cc)."""
+    pbb = sbb * ebb + sbc * ecb                     # P = S E, rows and columns b, c
+    pbc = sbb * ebc + sbc * ecc
+    pcb = sbc * ebb + scc * ecb
+    pcc = sbc * ebc + scc * ecc
+    return (saa, sab * ebb + sac * ecb, sab * ebc + sac * ecc,
+            ebb * pbb + ecb * pcb, ebb * pbc + ecb * pcc, ebc * pbc + ecc * pcc)
+
+
+@njit(inline="always")
+def congruence_add_axis(X, w, a, M, out):
+    """out += X^T M X (congruence_add's result) for X = [[E, E w^], [0, E]] with E a rotation
+    about e_a: X = blkdiag(E, E) [[1, w^], [0, 1]], so the three 3x3 blocks are rotated first (a
+    2x2 block each), then shifted by w as congruence_add shifts by o. Indices relabelled
+    0, 1, 2 -> a, b, c (cyclic: the shift's cross products keep their form); out stays exactly
+    symmetric."""
+    b, c, ebb, ebc, ecb, ecc = axis_blocks(X, a)
+    a3, b3, c3 = 3 + a, 3 + b, 3 + c
+    a00, a01, a02, a11, a12, a22 = _rot_sym_axis(ebb, ebc, ecb, ecc, M[a, a], M[a, b], M[a, c],
+                                                 M[b, b], M[b, c], M[c, c])
+    c00, c01, c02, c11, c12, c22 = _rot_sym_axis(ebb, ebc, ecb, ecc, M[a3, a3], M[a3, b3],
+                                                 M[a3, c3], M[b3, b3], M[b3, c3], M[c3, c3])
+    # the off-diagonal block B (rows a, b, c; columns a3, b3, c3): E^T B E
+    m00, m01, m02 = M[a, a3], M[a, b3], M[a, c3]
+    r10, r11, r12 = M[b, a3], M[b, b3], M[b, c3]
+    r20, r21, r22 = M[c, a3], M[c, b3], M[c, c3]
+    m10, m11, m12 = ebb * r10 + ecb * r20, ebb * r11 + ecb * r21, ebb * r12 + ecb * r22
+    m20, m21, m22 = ebc * r10 + ecc * r20, ebc * r11 + ecc * r21, ebc * r12 + ecc * r22
+    m01, m02 = m01 * ebb + m02 * ecb, m01 * ebc + m02 * ecc
+    m11, m12 = m11 * ebb + m12 * ecb, m11 * ebc + m12 * ecc
+    m21, m22 = m21 * ebb + m22 * ecb, m21 * ebc + m22 * ecc
+    o0, o1, o2 = w[a], w[b], w[c]
+    # shift (congruence_add's): B' = B + A o^, C' = C + B^T o^ - o^ B'
+    b00, b01, b02 = m00 + a01 * o2 - a02 * o1, m01 + a02 * o0 - a00 * o2, m02 + a00 * o1 - a01 * o0
+    b10, b11, b12 = m10 + a11 * o2 - a12 * o1, m11 + a12 * o0 - a01 * o2, m12 + a01 * o1 - a11 * o0
+    b20, b21, b22 = m20 + a12 * o2 - a22 * o1, m21 + a22 * o0 - a02 * o2, m22 + a02 * o1 - a12 * o0
+    c00 += m10 * o2 - m20 * o1 + o2 * b10 - o1 * b20
+    c01 += m20 * o0 - m00 * o2 + o2 * b11 - o1 * b21
+    c02 += m00 * o1 - m10 * o0 + o2 * b12 - o1 * b22
+    c11 += m21 * o0 - m01 * o2 + o0 * b21 - o2 * b01
+    c12 += m01 * o1 - m11 * o0 + o0 * b22 - o2 * b02
+    c22 += m02 * o1 - m12 * o0 + o1 * b02 - o0 * b12
+    _add_sym(out, a, b, c, a00, a01, a02, a11, a12, a22)
+    _add_sym(out, a3, b3, c3, c00, c01, c02, c11, c12, c22)
+    out[a, a3] += b00
+    out[a3, a] += b00
+    out[a, b3] += b01
+    out[b3, a] += b01
+    out[a, c3] += b02
+    out[c3, a] += b02
+    out[b, a3] += b10
+    out[a3, b] += b10
+    out[b, b3] += b11
+    out[b3, b] += b11
+    out[b, c3] += b12
+    out[c3, b] += b12
+    out[c, a3] += b20
+    out[a3, c] += b20
+    out[c, b3] += b21
+    out[b3, c] += b21
+    out[c, c3] += b22
+    out[c3, c] += b22
+
+
+@njit(inline="always")
+def _add_sym(out, i, j, k, s00, s01, s02, s11, s12, s22):
+    """out's symmetric 3x3 block on rows and columns (i, j, k) += S."""
+    out[i, i] += s00
+    out[j, j] += s11
+    out[k, k] += s22
+    out[i, j] += s01
+    out[j, i] += s01
+    out[i, k] += s02
+    out[k, i] += s02
+    out[j, k] += s12
+    out[k, j] += s12
+
+
+@njit(inline="always")
+def rigid_congruence_add_axis(X, w, a, M, out):
+    """rigid_congruence_add's result for X = [[E, E w^], [0, E]] with E a rotation about e_a:
+    rotation first (h' = E^T h, C' = E^T C E: 2x2 blocks), then the shift by w on the parameters
+    (h'' = h' - m w, C'' = C' + g w^T + w g^T - 2 (w.g) 1 with g = h' - m w / 2). Indices relabelled
+    0, 1, 2 -> a, b, c (cyclic, so h^'s entries keep their signs)."""
+    b, c, ebb, ebc, ecb, ecc = axis_blocks(X, a)
+    a3, b3, c3 = 3 + a, 3 + b, 3 + c
+    ms = M[0, 0]
+    ha, hb, hc = M[c3, b], M[a3, c], M[b3, a]                   # h (natural: M[5,1], M[3,2], M[4,0])
+    h0, h1, h2 = ha, ebb * hb + ecb * hc, ebc * hb + ecc * hc       # E^T h
+    c00, c01, c02, c11, c12, c22 = _rot_sym_axis(ebb, ebc, ecb, ecc, M[a3, a3], M[a3, b3],
+                                                 M[a3, c3], M[b3, b3], M[b3, c3], M[c3, c3])
+    o0, o1, o2 = w[a], w[b], w[c]
+    hm = 0.5 * ms
+    g0, g1, g2 = h0 - hm * o0, h1 - hm * o1, h2 - hm * o2
+    dd = -2.0 * (o0 * g0 + o1 * g1 + o2 * g2)
+    c00 += 2.0 * g0 * o0 + dd
+    c11 += 2.0 * g1 * o1 + dd
+    c22 += 2.0 * g2 * o2 + dd
+    c01 += g0 * o1 + o0 * g1
+    c02 += g0 * o2 + o0 * g2
+    c12 += g1 * o2 + o1 * g2
+    _add_sym(out, a3, b3, c3, c00, c01, c02, c11, c12, c22)
+    r0, r1, r2 = h0 - ms * o0, h1 - ms * o1, h2 - ms * o2         # h'' = h' - m w
+    for i in range(3):
+        out[i, i] += ms
+    out[b3, a] += r2                                             # h^ below, -h^ above
+    out[a, b3] += r2
+    out[a3, b] -= r2
+    out[b, a3] -= r2
+    out[c3, b] += r0
+    out[b, c3] += r0
+    out[b3, c] -= r0
+    out[c, b3] -= r0
+    out[a3, c] += r1
+    out[c, a3] += r1
+    out[c3, a] -= r1
+    out[a, c3] -= r1
+
+
+@njit(inline="always")
 def xt_add(X, x, out):
     """out += X^T x for a spatial transform X = [[E, F], [0, E]] (a force taken from the child's
     to the parent's frame); out must not alias x."""
     r0, r1, r2, r3, r4, r5 = xt6(xblocks(X), x[0], x[1], x[2], x[3], x[4], x[5])
     add6(out, r0, r1, r2, r3, r4, r5)
+
+
+@njit(inline="always")
+def xtf_rows_s(X, w, a, Y):
+    """Each row y of Y becomes X^T y: xt_rows_axis where the transform has that structure, else
+    the 6x6 product (see xmv_s)."""
+    if a == 0:
+        xt_rows_axis(X, w, 0, Y)
+    elif a == 1:
+        xt_rows_axis(X, w, 1, Y)
+    elif a == 2:
+        xt_rows_axis(X, w, 2, Y)
+    else:
+        blocks = xblocks(X)
+        for r in range(Y.shape[0]):
+            Y[r, 0], Y[r, 1], Y[r, 2], Y[r, 3], Y[r, 4], Y[r, 5] = xt6(
+                blocks, Y[r, 0], Y[r, 1], Y[r, 2], Y[r, 3], Y[r, 4], Y[r, 5])
+
+
+@njit(inline="always")
+def xmv_s(X, w, a, x, out):
+    """out = X x: xmv_axis where the body's transform has that structure (axis code a >= 0,
+    kinematics.axis_structure), else xmv. Each axis is its own branch, so that once inlined the
+    axis is a literal and every index a constant: with run-time indices the compiler cannot tell
+    the stores from the loads that follow them (one buffer), and the fewer operations ran no
+    faster."""
+    if a == 0:                     # (a literal axis: constant indices after inlining)
+        xmv_axis(X, w, 0, x, out)
+    elif a == 1:
+        xmv_axis(X, w, 1, x, out)
+    elif a == 2:
+        xmv_axis(X, w, 2, x, out)
+    else:
+        xmv(X, x, out)
+
+
+@njit(inline="always")
+def xt_add_s(X, w, a, x, out):
+    """out += X^T x: xt_add_axis where the transform has that structure (a >= 0), else xt_add."""
+    if a == 0:                     # (a literal axis: constant indices after inlining)
+        xt_add_axis(X, w, 0, x, out)
+    elif a == 1:
+        xt_add_axis(X, w, 1, x, out)
+    elif a == 2:
+        xt_add_axis(X, w, 2, x, out)
+    else:
+        xt_add(X, x, out)
+
+
+@njit(inline="always")
+def congruence_add_s(X, w, a, M, out):
+    """out += X^T M X: congruence_add_axis where the transform has that structure (a >= 0), else
+    congruence_add."""
+    if a == 0:                     # (a literal axis: constant indices after inlining)
+        congruence_add_axis(X, w, 0, M, out)
+    elif a == 1:
+        congruence_add_axis(X, w, 1, M, out)
+    elif a == 2:
+        congruence_add_axis(X, w, 2, M, out)
+    else:
+        congruence_add(X, M, out)
+
+
+@njit(inline="always")
+def rigid_congruence_add_s(X, w, a, M, out):
+    """rigid_congruence_add(_axis) by the transform's structure code a (see xmv_s)."""
+    if a == 0:                     # (a literal axis: constant indices after inlining)
+        rigid_congruence_add_axis(X, w, 0, M, out)
+    elif a == 1:
+        rigid_congruence_add_axis(X, w, 1, M, out)
+    elif a == 2:
+        rigid_congruence_add_axis(X, w, 2, M, out)
+    else:
+        rigid_congruence_add(X, M, out)
 
 
 @njit(inline="always")

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
 from .._jit import njit
 from ..data import kernel, views
-from ..spatial_ops import congruence_add, dot6, mv
+from ..spatial_ops import congruence_add_s, dot6, mv
 from .kinematics import prepare
 
 
@@ -52,7 +52,7 @@ def articulated_step(m, d, k, tol):
         ui = Uk[i] * iD
         for c in range(6):
             T2[i, c] = IAk[i, c] - ui * Uk[c]
-    congruence_add(d.Xup[k], T2, d.IA[m.lam[k]])
+    congruence_add_s(d.Xup[k], m.xw[k], m.xax[k], T2, d.IA[m.lam[k]])
     return iD
 
 

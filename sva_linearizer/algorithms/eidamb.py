@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 from .._jit import njit
 from ..data import kernel, views
-from ..spatial_ops import cross_f, cross_m, mv, s_dot, xmv, xt_add
+from ..spatial_ops import cross_f, cross_m, mv_r, s_dot, xmv_s, xt_add_s
 from ..state import as_vector
 from .common import BAD_INPUT, setup
 from .kinematics import prepare
@@ -37,11 +37,11 @@ def eidamb(m, d, vel, nu_dot, velocities):
     Also kept for the derivatives: vp[k], ap[k] = the parent's twist and acceleration in k's frame
     (^kX_lam v_lam, ^kX_lam a_lam) and hv[k] = M_k v_k. velocities=False reuses v, vp and hv
     from an earlier call at the same state (only the accelerations changed)."""
-    lam, vidx, sax, Xup, S, I = m.lam, m.vidx, m.sax, d.Xup, d.S, m.I
+    lam, vidx, sax, Xup, S, I, xax, xw, rig = m.lam, m.vidx, m.sax, d.Xup, d.S, m.I, m.xax, m.xw, m.rig
     v, a, f, vp, ap, hv, tau = d.v, d.a, d.f, d.vp, d.ap, d.hv, d.tau_id
     if velocities:
-        mv(I[0], v[0], hv[0])                                    # T4.1:10-11
-    mv(I[0], a[0], f[0])
+        mv_r(I[0], rig[0], v[0], hv[0])                          # T4.1:10-11
+    mv_r(I[0], rig[0], a[0], f[0])
     cross_f(v[0], hv[0], f[0])
     fx = d.fext
     for i in range(6):
@@ -50,22 +50,22 @@ def eidamb(m, d, vel, nu_dot, velocities):
         p = lam[k]
         rk = vel[vidx[k]]
         if velocities:
-            xmv(Xup[k], v[p], vp[k])                             # T4.1:17
+            xmv_s(Xup[k], xw[k], xax[k], v[p], vp[k])            # T4.1:17
             for i in range(6):
                 v[k, i] = vp[k, i] + S[k, i] * rk                # T4.1:15: v_J = Gamma r
-            mv(I[k], v[k], hv[k])
-        xmv(Xup[k], a[p], ap[k])                                 # T4.1:18, 31
+            mv_r(I[k], rig[k], v[k], hv[k])      # (on M_k's parameters where it is of rigid form)
+        xmv_s(Xup[k], xw[k], xax[k], a[p], ap[k])                # T4.1:18, 31
         rdk = nu_dot[vidx[k]]
         for i in range(6):
             a[k, i] = ap[k, i] + S[k, i] * rdk
         cross_m(v[k], S[k], a[k], rk)                            # v_k x v_J
-        mv(I[k], a[k], f[k])                                     # T4.1:21-22
+        mv_r(I[k], rig[k], a[k], f[k])                           # T4.1:21-22
         cross_f(v[k], hv[k], f[k])
         for i in range(6):
             f[k, i] -= fx[k, i]                                  # external wrench (contacts)
     for k in range(m.nb - 1, 0, -1):                             # T4.1:25
         tau[vidx[k]] = s_dot(S[k], sax[k], f[k])                 # T4.1:32 (subtree of k complete)
-        xt_add(Xup[k], f[k], f[lam[k]])                          # T4.1:27
+        xt_add_s(Xup[k], xw[k], xax[k], f[k], f[lam[k]])         # T4.1:27
 
 
 @njit(inline="always")

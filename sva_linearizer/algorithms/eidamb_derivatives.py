@@ -28,21 +28,11 @@ if TYPE_CHECKING:
 from .._jit import njit
 from ..data import kernel, views
 from ..spatial import crm, xform
-from ..spatial_ops import (congruence_add, cross_f, cross_f6, cross_m, dot6, m_s, mv, mv_add,
-                           rigid_congruence_add, s_dot, xblocks, xt6, xt_add)
+from ..spatial_ops import (congruence_add, cross_f, cross_f6, cross_m, dot6, m_s, mv_add_r, mv_r,
+                           rigid_congruence_add_s, s_dot, two_b_sym_rigid, xt_add_s, xtf_rows_s)
 from .eidamb import run_eidamb
 
 BASE_VELOCITY_FRAMES = ("body", "inertial")
-
-
-@njit(inline="always")
-def xtf_rows(X, Y):
-    """Each row y of Y becomes X^T y (forces taken from the child's to the parent's frame), for a
-    spatial transform X = [[E, F], [0, E]]."""
-    blocks = xblocks(X)
-    for r in range(Y.shape[0]):
-        Y[r, 0], Y[r, 1], Y[r, 2], Y[r, 3], Y[r, 4], Y[r, 5] = xt6(
-            blocks, Y[r, 0], Y[r, 1], Y[r, 2], Y[r, 3], Y[r, 4], Y[r, 5])
 
 
 @njit(inline="always")
@@ -89,6 +79,7 @@ def eidamb_derivatives(m, d):
     Gamma in the velocity derivatives and in tau = Gamma^T f. Line 15's third term is kept (digest
     section 2.9: dropping it is an erratum of the paper)."""
     lam, vidx, sax, rig, floating, nb, nv, I = m.lam, m.vidx, m.sax, m.rig, m.floating, m.nb, m.nv, m.I
+    xax, xw = m.xax, m.xw
     S, Sig, Xup, v, vp, ap, hv, f, g0 = d.S, d.Sig, d.Xup, d.v, d.vp, d.ap, d.hv, d.f, d.g0
     IC, KC, hC, Ps, tt, cur, D, T, t6 = d.IC, d.KC, d.hC, d.Ps, d.tt, d.cur, d.D, d.T2, d.t6
     for i in range(D.shape[0]):
@@ -108,7 +99,10 @@ def eidamb_derivatives(m, d):
             for i in range(6):
                 for mm in range(6):
                     IC[k, i, mm] = I[k, i, mm]                     # IDSVA:8
-            two_b_sym(I[k], v[k], T, KC[k])                      # IDSVA:9
+            if rig[k]:                                           # IDSVA:9
+                two_b_sym_rigid(I[k], v[k], KC[k])
+            else:
+                two_b_sym(I[k], v[k], T, KC[k])
             for i in range(6):
                 hC[k, i] = hv[k, i]
     v0 = v[0]
@@ -127,10 +121,11 @@ def eidamb_derivatives(m, d):
             kg = t3[i]
             t4[i] = kg - x[i]                                    # IDSVA:16: t4 = (2B^C)^T Gamma
             t2[i] = kg + x[i]                                    # IDSVA:14: t2 = 2B^C Gamma
-        mv_add(ICk, sdp, t2)                                     #   + M^C (S-dot + Psi-dot)
-        mv(KCk, psd, t3)                                         # IDSVA:15: t3 = 2B^C Psi-dot
+        rk = rig[k]                          # M^C_k, KC_k of rigid-body form: products on (m, h, C)
+        mv_add_r(ICk, rk, sdp, t2)                               #   + M^C (S-dot + Psi-dot)
+        mv_r(KCk, rk, psd, t3)                                   # IDSVA:15: t3 = 2B^C Psi-dot
         cross_f(psd, hC[k], t3)
-        mv_add(ICk, psdd, t3)                                    #   + M^C Psi-ddot
+        mv_add_r(ICk, rk, psdd, t3)                              #   + M^C Psi-ddot
         cross_f(Sig[k], f[k], t3)                                #   + f^C x-bar* sigma
         # IDSVA:19-20 for the pair (k, k): the diagonal
         rq = vidx[k]
@@ -144,7 +139,7 @@ def eidamb_derivatives(m, d):
                 cur[c, mm] = t[c, mm]
         ch, i = k, p
         while i > 0:
-            xtf_rows(Xup[ch], cur)
+            xtf_rows_s(Xup[ch], xw[ch], xax[ch], cur)
             Gi, Pi, axi = S[i], Ps[i], sax[i]
             ri = vidx[i]
             D[ri, rq] = s_dot(Gi, axi, cur[2])
@@ -155,7 +150,7 @@ def eidamb_derivatives(m, d):
         if floating:
             # the base (lines 17-20 with Gamma_0 = 1): its rows get t3, t2; row k's H and v
             # columns t1^T (g0 x e) = -(g0 x* t1)^T and t4 + t1^T (v0 x e)
-            xtf_rows(Xup[ch], cur)
+            xtf_rows_s(Xup[ch], xw[ch], xax[ch], cur)
             Dr = D[rq]
             for mm in range(6):
                 D[mm, rq] = cur[2, mm]
@@ -166,13 +161,14 @@ def eidamb_derivatives(m, d):
                 Dr[mm] = -Dr[mm]
                 Dr[nv + mm] = cur[3, mm] - Dr[nv + mm]
         if p > 0 or floating:                                    # IDSVA:22
+            ax = xax[k]
             if rig[k]:                       # rigid-body form kept: on its parameters (spatial_ops)
-                rigid_congruence_add(Xup[k], ICk, IC[p])
-                rigid_congruence_add(Xup[k], KCk, KC[p])
-            else:
+                for C in (IC, KC):           # (a loop: one copy of the code, which is long)
+                    rigid_congruence_add_s(Xup[k], xw[k], ax, C[k], C[p])
+            else:                            # (raw 6x6 inertias, rare: the general product)
                 congruence_add(Xup[k], ICk, IC[p])
                 congruence_add(Xup[k], KCk, KC[p])
-            xt_add(Xup[k], hC[k], hC[p])
+            xt_add_s(Xup[k], xw[k], ax, hC[k], hC[p])
     if floating:                                                 # base-base block (IDSVA:19-20)
         e, col, w = t6[0], t6[1], t6[2]
         for c in range(6):
@@ -180,12 +176,12 @@ def eidamb_derivatives(m, d):
                 e[i] = 1.0 if i == c else 0.0
                 col[i] = 0.0
             cross_m(g0, e, col, 1.0)                             # Psi-ddot_0 e_c = g0 x e_c
-            mv(IC[0], col, w)
+            mv_r(IC[0], rig[0], col, w)
             for i in range(6):
                 D[i, c] = w[i]
                 col[i] = 0.0
             cross_m(v0, e, col, 1.0)                             # S-dot_0 e_c = v0 x e_c
-            mv(IC[0], col, w)
+            mv_r(IC[0], rig[0], col, w)
             cross_f(e, hC[0], w)                                 # 2B^C_0 e_c = KC e_c + e_c x* hC
             for i in range(6):
                 D[i, nv + c] = KC[0, i, c] + w[i]

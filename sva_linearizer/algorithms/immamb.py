@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
 from .._jit import njit
 from ..data import kernel, views
-from ..spatial_ops import inv_spd6, xblocks, xt6, xt_add
+from ..spatial_ops import axis_blocks, inv_spd6, xblocks, xt6, xt_add_s
 from ..state import input_error
 from .articulated import articulated_step, init_articulated, pivot_tolerance
 from .common import BAD_INPUT, BASE_SINGULAR, setup, singular_mass_matrix_error
@@ -65,6 +65,79 @@ def f_columns(X, S, U, iD, Fk, Fp, Mrow, c0, c1, up, own):
 
 
 @njit(inline="always")
+def f_columns_axis(X, o, a, S, U, iD, Fk, Fp, Mrow, c0, c1, up, own):
+    """f_columns for a body whose Xup = [[E, E o^], [0, E]] with E a rotation about e_a and whose
+    Gamma = +-e_(3+a) (kinematics.axis_structure): m reads one row of F_k, and X^T y =
+    [E^T f; E^T n - o x E^T f] takes E's 2x2 block (rows and columns relabelled a, b, c)."""
+    b, c, ebb, ebc, ecb, ecc = axis_blocks(X, a)
+    oa, ob, oc = o[a], o[b], o[c]
+    sg = S[3 + a] * iD
+    ua, ub, uc, va, vb, vc = U[a], U[b], U[c], U[3 + a], U[3 + b], U[3 + c]
+    Ya, Yb, Yc, Za, Zb, Zc = Fk[a], Fk[b], Fk[c], Fk[3 + a], Fk[3 + b], Fk[3 + c]
+    Pa, Pb, Pc, Qa, Qb, Qc = Fp[a], Fp[b], Fp[c], Fp[3 + a], Fp[3 + b], Fp[3 + c]
+    if c0 == own:
+        Mrow[own] = iD                                               # T4.6:9
+        if up:
+            fa, fb, fc, na, nb, nc = ua * iD, ub * iD, uc * iD, va * iD, vb * iD, vc * iD
+            gb = ebb * fb + ecb * fc
+            gc = ebc * fb + ecc * fc
+            Pa[own] = fa
+            Pb[own] = gb
+            Pc[own] = gc
+            Qa[own] = na - (ob * gc - oc * gb)
+            Qb[own] = ebb * nb + ecb * nc - (oc * fa - oa * gc)
+            Qc[own] = ebc * nb + ecc * nc - (oa * gb - ob * fa)
+        c0 += 1
+    for col in range(c0, c1):
+        m = -(sg * Za[col])
+        Mrow[col] = m
+        if up:
+            fa = Ya[col] + ua * m
+            fb = Yb[col] + ub * m
+            fc = Yc[col] + uc * m
+            na = Za[col] + va * m
+            nb = Zb[col] + vb * m
+            nc = Zc[col] + vc * m
+            gb = ebb * fb + ecb * fc
+            gc = ebc * fb + ecc * fc
+            Pa[col] = fa
+            Pb[col] = gb
+            Pc[col] = gc
+            Qa[col] = na - (ob * gc - oc * gb)
+            Qb[col] = ebb * nb + ecb * nc - (oc * fa - oa * gc)
+            Qc[col] = ebc * nb + ecc * nc - (oa * gb - ob * fa)
+
+
+@njit(inline="always")
+def p_columns_axis(X, o, a, S, w, Dk, Pp, Pk, Mrow, c0, c1, fresh):
+    """p_columns for a body whose Xup = [[E, E o^], [0, E]] with E a rotation about e_a and whose
+    Gamma = +-e_(3+a) (kinematics.axis_structure): P_k = X P_lam + Gamma m with
+    X p = [E (p_l + o x p_w); E p_w] on E's 2x2 block, Gamma m one entry (rows relabelled a, b,
+    c); w = X^T U, not yet divided by D_k."""
+    b, c, ebb, ebc, ecb, ecc = axis_blocks(X, a)
+    oa, ob, oc = o[a], o[b], o[c]
+    sg = S[3 + a]
+    wa, wb, wc, za, zb, zc = w[a] / Dk, w[b] / Dk, w[c] / Dk, w[3 + a] / Dk, w[3 + b] / Dk, w[3 + c] / Dk
+    Pa, Pb, Pc, Ra, Rb, Rc = Pp[a], Pp[b], Pp[c], Pp[3 + a], Pp[3 + b], Pp[3 + c]
+    Qa, Qb, Qc, Sa, Sb, Sc = Pk[a], Pk[b], Pk[c], Pk[3 + a], Pk[3 + b], Pk[3 + c]
+    for col in range(c0, c1):
+        pa, pb, pc, qa, qb, qc = Pa[col], Pb[col], Pc[col], Ra[col], Rb[col], Rc[col]
+        if fresh:
+            m = -(wa * pa + wb * pb + wc * pc + za * qa + zb * qb + zc * qc)
+        else:
+            m = Mrow[col] - (wa * pa + wb * pb + wc * pc + za * qa + zb * qb + zc * qc)
+        Mrow[col] = m
+        ub = pb + (oc * qa - oa * qc)                                # p_l + o x p_w
+        uc = pc + (oa * qb - ob * qa)
+        Qa[col] = pa + (ob * qc - oc * qb)
+        Qb[col] = ebb * ub + ebc * uc
+        Qc[col] = ecb * ub + ecc * uc
+        Sa[col] = qa + sg * m
+        Sb[col] = ebb * qb + ebc * qc
+        Sc[col] = ecb * qb + ecc * qc
+
+
+@njit(inline="always")
 def p_columns(X, S, w0, w1, w2, w3, w4, w5, Pp, Pk, Mrow, c0, c1, fresh):
     """IMMA(mb) forward pass for columns c0..c1-1 (T4.6:19-23 / T4.7:17-18):
     m = Minv_row - w^T P_lam, P_k = X P_lam + Gamma m; with `fresh` the columns lie outside body
@@ -113,6 +186,7 @@ def immamb(m, d):
     j of the forward pass needs columns >= j, and so P_k only columns > j.
     Returns 0, or k > 0 if the pivot D_k vanishes (M singular), or BASE_SINGULAR if M^A_0 does."""
     lam, vidx, sub_ptr, sub_rng, S, Xup = m.lam, m.vidx, m.sub_ptr, m.sub_rng, d.S, d.Xup
+    xax, xw = m.xax, m.xw
     U, Dd, Fc, P, Minv, IA, T, T2 = d.U, d.Dd, d.Fc, d.P, d.Minv, d.IA, d.T, d.T2
     n, nb, floating = m.n, m.nb, m.floating
     off = m.nv - n                                                   # joint columns of Minv
@@ -124,9 +198,14 @@ def immamb(m, d):
             return k
         up = lam[k] > 0 or floating                                  # T4.6:11; always (T4.7)
         Mrow = Minv[vidx[k], off:]
+        ax = xax[k]
         for t in range(sub_ptr[k], sub_ptr[k + 1]):                  # T4.6:9-10, 12 / T4.7:11
-            f_columns(Xup[k], S[k], U[k], iD, Fc[k], Fc[lam[k]], Mrow, sub_rng[t, 0],
-                      sub_rng[t, 1], up, k - 1)
+            if ax >= 0:
+                f_columns_axis(Xup[k], xw[k], ax, S[k], U[k], iD, Fc[k], Fc[lam[k]], Mrow,
+                               sub_rng[t, 0], sub_rng[t, 1], up, k - 1)
+            else:
+                f_columns(Xup[k], S[k], U[k], iD, Fc[k], Fc[lam[k]], Mrow, sub_rng[t, 0],
+                          sub_rng[t, 1], up, k - 1)
     P0 = P[0]
     if floating:
         if not inv_spd6(IA[0], T2, T):                               # T4.7:25: (M^A_0)^-1
@@ -150,7 +229,8 @@ def immamb(m, d):
         Mrow = Minv[vidx[k], off:]
         for i in range(6):                                           # w = X^T U / D
             w[i] = 0.0
-        xt_add(Xk, U[k], w)
+        ax = xax[k]
+        xt_add_s(Xk, xw[k], ax, U[k], w)
         Dk = Dd[k]
         w0, w1, w2, w3, w4, w5 = w[0] / Dk, w[1] / Dk, w[2] / Dk, w[3] / Dk, w[4] / Dk, w[5] / Dk
         Mrow[j] -= (w0 * Pp[0, j] + w1 * Pp[1, j] + w2 * Pp[2, j] + w3 * Pp[3, j]
@@ -161,11 +241,19 @@ def immamb(m, d):
         c = j + 1                  # columns j+1..n-1: subtree(k)'s ranges (the first starts at
         for t in range(sub_ptr[k], sub_ptr[k + 1]):                  # j) and the gaps between
             a, b = sub_rng[t, 0], sub_rng[t, 1]
-            if a > c:
-                p_columns(Xk, Sk, w0, w1, w2, w3, w4, w5, Pp, Pk, Mrow, c, a, True)
-            p_columns(Xk, Sk, w0, w1, w2, w3, w4, w5, Pp, Pk, Mrow, max(a, c), b, False)
+            if ax >= 0:
+                if a > c:
+                    p_columns_axis(Xk, xw[k], ax, Sk, w, Dk, Pp, Pk, Mrow, c, a, True)
+                p_columns_axis(Xk, xw[k], ax, Sk, w, Dk, Pp, Pk, Mrow, max(a, c), b, False)
+            else:
+                if a > c:
+                    p_columns(Xk, Sk, w0, w1, w2, w3, w4, w5, Pp, Pk, Mrow, c, a, True)
+                p_columns(Xk, Sk, w0, w1, w2, w3, w4, w5, Pp, Pk, Mrow, max(a, c), b, False)
             c = b
-        p_columns(Xk, Sk, w0, w1, w2, w3, w4, w5, Pp, Pk, Mrow, c, n, True)
+        if ax >= 0:
+            p_columns_axis(Xk, xw[k], ax, Sk, w, Dk, Pp, Pk, Mrow, c, n, True)
+        else:
+            p_columns(Xk, Sk, w0, w1, w2, w3, w4, w5, Pp, Pk, Mrow, c, n, True)
     for i in range(n):                                               # T4.6:26-30 / T4.7:20-24
         for jj in range(i + 1, n):
             Minv[off + jj, off + i] = Minv[off + i, off + jj]

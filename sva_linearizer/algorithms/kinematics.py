@@ -12,7 +12,7 @@ import numpy as np
 
 from .._jit import njit
 from ..data import kernel
-from ..joints import CUSTOM, HELICAL, PRISMATIC
+from ..joints import CUSTOM, HELICAL, PRISMATIC, REVOLUTE
 from ..spatial import crm
 from ..spatial_ops import quat_to_rot
 from ..state import QUATERNION_TOLERANCE, check_vectors
@@ -30,10 +30,13 @@ def joint_transforms(m, d, s):
     the way Gamma says and sigma = Gamma. CUSTOM joints: the caller has filled XJ[k], S[k] and
     Sig[k] from the user's jcalc / jcalcderiv (sigma may differ from Gamma there, as in the
     thesis's Table B.1 joints, thesis_notes section 4)."""
-    jtype, jaxis, jpitch, S, Sig = m.jtype, m.jaxis, m.jpitch, d.S, d.Sig
+    jtype, jaxis, jpitch, S, Sig, xax = m.jtype, m.jaxis, m.jpitch, d.S, d.Sig, m.xax
     for k in range(1, m.nb):
         t = jtype[k]
         X = d.XJ[k]
+        if xax[k] >= 0:      # about +-e_a on an unrotated placement: Xup = [[E, E w^], [0, E]] at once
+            axis_joint_transform(xax[k], jaxis[k, xax[k]], s[k - 1], m.xw[k], S[k], Sig[k], d.Xup[k])
+            continue
         if t != CUSTOM:
             e0, e1, e2 = jaxis[k, 0], jaxis[k, 1], jaxis[k, 2]
             q = s[k - 1]
@@ -103,6 +106,65 @@ def axis_codes(jtype: np.ndarray, jaxis: np.ndarray, jpitch: np.ndarray) -> np.n
         if len(nz) == 1 and abs(g[nz[0]]) == 1.0:
             out[j] = nz[0]
     return out
+
+
+@njit(inline="always")
+def axis_joint_transform(a, sg, q, w, S, Sig, Y):
+    """joint_transforms for a revolute joint about sg e_a (sg = +-1) on a placement without
+    rotation (kinematics.axis_structure): Gamma = sigma = sg e_(3+a) and Xup = X_J Xtree =
+    [[E, E w^], [0, E]] written directly, with E's entries computed as joint_transforms computes
+    them for that axis (the same numbers) and E w^ on E's 2x2 block."""
+    b = a + 1 if a < 2 else 0
+    c = b + 1 if b < 2 else 0
+    for i in range(6):
+        S[i] = 0.0
+    S[3 + a] = sg
+    for i in range(6):
+        Sig[i] = S[i]
+    sn, cs = np.sin(q), 1.0 - np.cos(q)
+    ebb = 1.0 - cs                                   # 1 + cs (e_b e_b - 1), e_b = 0
+    ebc = sg * sn
+    ecb = -sg * sn
+    for i in range(6):
+        for j in range(6):
+            Y[i, j] = 0.0
+    for r in (0, 3):
+        Y[r + a, r + a] = 1.0
+        Y[r + b, r + b] = ebb
+        Y[r + c, r + c] = ebb
+        Y[r + b, r + c] = ebc
+        Y[r + c, r + b] = ecb
+    w0, w1, w2 = w[0], w[1], w[2]                    # F = E w^, w^ = [[0, -w2, w1], ...]
+    Y[a, 3 + 0], Y[a, 3 + 1], Y[a, 3 + 2] = (0.0, -w2, w1) if a == 0 else (
+        (w2, 0.0, -w0) if a == 1 else (-w1, w0, 0.0))
+    rb0, rb1, rb2 = (0.0, -w2, w1) if b == 0 else ((w2, 0.0, -w0) if b == 1 else (-w1, w0, 0.0))
+    rc0, rc1, rc2 = (0.0, -w2, w1) if c == 0 else ((w2, 0.0, -w0) if c == 1 else (-w1, w0, 0.0))
+    Y[b, 3], Y[b, 4], Y[b, 5] = ebb * rb0 + ebc * rc0, ebb * rb1 + ebc * rc1, ebb * rb2 + ebc * rc2
+    Y[c, 3], Y[c, 4], Y[c, 5] = ecb * rb0 + ebb * rc0, ecb * rb1 + ebb * rc1, ecb * rb2 + ebb * rc2
+
+
+def axis_structure(jtype: np.ndarray, sax: np.ndarray, Xtree: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Per joint (xax, xw): xax = a in 0..2 when ^kX_lam = X_J Xtree = [[E, E w^], [0, E]] with E a
+    rotation about e_a and w constant, for every s: a revolute joint about +-e_a (axis code 3 + a)
+    whose placement has no rotation (Xtree = [[1, w^], [0, 1]] exactly); else -1. The kernels then
+    apply X and X^T with the rotation's 2x2 block and a cross product with w (spatial_ops, *_axis),
+    about half the arithmetic of the 6x6 (URDF joints mostly are of this kind)."""
+    n = len(jtype)
+    xax = np.full(n, -1, dtype=np.int64)
+    xw = np.zeros((n, 3))
+    eye = np.eye(3)
+    for j in range(n):
+        if jtype[j] != REVOLUTE or not 3 <= sax[j] <= 5:
+            continue
+        T = Xtree[j]
+        w = np.array([T[2, 4], T[0, 5], T[1, 3]])
+        F = np.array([[0.0, -w[2], w[1]], [w[2], 0.0, -w[0]], [-w[1], w[0], 0.0]])
+        if (np.array_equal(T[0:3, 0:3], eye) and np.array_equal(T[3:6, 3:6], eye)
+                and not np.any(T[3:6, 0:3]) and np.array_equal(T[0:3, 3:6], F)):
+            xax[j] = sax[j] - 3
+            xw[j] = w
+    return xax, xw
 
 
 @njit(inline="always")
