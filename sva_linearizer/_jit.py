@@ -214,7 +214,7 @@ else:
 QUIET_ENV = "SVA_LINEARIZER_QUIET"
 MARKER_NAME = "sva_linearizer.compiled-{group}.json"
 LOCK_NAME = "sva_linearizer.compile.lock"
-# the message's estimates: cold compiles measured on a shared 2-core machine (Xeon 2.8 GHz, numba 0.68)
+# the message's estimates: cold compiles measured on a shared 2-core machine (AMD EPYC 2.6 GHz, numba 0.68)
 ESTIMATE_S = {"core": 180, "batch": 25, "contacts": 150}
 WHAT = {"core": "the numba kernels", "batch": "the parallel kernel of linearize_batch",
         "contacts": "the contact kernels (frames, rigid contacts, contact forces)"}

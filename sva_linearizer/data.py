@@ -48,7 +48,8 @@ MODEL_FLOATS = (
 )
 WORK = (
     # kinematics
-    ("XJ", ("nb", 6, 6), "X_J(s_k), the joint transform (jcalc, Appendix B.2)"),
+    ("XJ", ("nb", 6, 6), "X_J(s_k), the joint transform (jcalc, Appendix B.2); not written for the "
+                         "joints with xax >= 0, whose Xup is written directly"),
     ("Xup", ("nb", 6, 6), "^kX_lam(k) = X_J Xtree (EIDAmb line 16)"),
     ("S", ("nb", 6), "Gamma_k, the joint's motion subspace"),
     ("Sig", ("nb", 6), "sigma_k: d Xup[k]/d s_k = -(sigma_k x) Xup[k] (= Gamma_k but for custom joints)"),

@@ -13,6 +13,14 @@ than the arithmetic). Linear-angular order; the same operations as :mod:`sva_lin
     rigid_congruence_add  the same for M of rigid-body form, on its parameters (m, h, C)
     inv_spd6         (M)^-1 of a symmetric positive-definite 6x6
     quat_to_rot      R of a quaternion (x, y, z, w)
+    rigid_mv6, mv_r, mv_add_r   M x on the parameters (m, h, C) of a rigid-body-form M
+    two_b_sym_rigid  the symmetric part of Singh's 2B (eq. 28) on those parameters
+
+A joint's tree transform X = [[E, E w^], [0, E]] with E a rotation about a coordinate axis e_a
+(kinematics.axis_structure: data's `xax`, `xw`) has structured forms: xmv_axis, xt_add_axis,
+xt_rows_axis, congruence_add_axis, rigid_congruence_add_axis, on E's 2x2 block and a cross
+product with w, indices relabelled 0, 1, 2 -> a, b, c (cyclic). The *_s functions choose: the
+structured form for an axis code a >= 0 (each axis a literal branch), the general one for -1.
 
 Products with a joint's motion subspace Gamma take its axis code ax (data's `sax`, see
 kinematics.axis_codes): ax >= 0 when Gamma = +-e_ax (a revolute or prismatic joint about x, y or z,
