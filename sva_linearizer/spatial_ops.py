@@ -20,7 +20,8 @@ A joint's tree transform X = [[E, E w^], [0, E]] with E a rotation about a coord
 (kinematics.axis_structure: data's `xax`, `xw`) has structured forms: xmv_axis, xt_add_axis,
 xt_rows_axis, congruence_add_axis, rigid_congruence_add_axis, on E's 2x2 block and a cross
 product with w, indices relabelled 0, 1, 2 -> a, b, c (cyclic). The *_s functions choose: the
-structured form for an axis code a >= 0 (each axis a literal branch), the general one for -1.
+structured form for an axis code a >= 0 (each axis a literal branch: by_axis), the general one
+for -1.
 
 Products with a joint's motion subspace Gamma take its axis code ax (data's `sax`, see
 kinematics.axis_codes): ax >= 0 when Gamma = +-e_ax (a revolute or prismatic joint about x, y or z,
@@ -247,21 +248,35 @@ def axis_blocks(X, a):
 
 
 @njit(inline="always")
-def xt_rows_axis(X, w, a, Y):
-    """Each row y = [f; n] of Y becomes X^T y = [E^T f; E^T n - w x E^T f] for X = [[E, E w^],
-    [0, E]] with E a rotation about e_a (xtf_rows' result, in about half its arithmetic)."""
+def xt_axis6(ebb, ebc, ecb, ecc, oa, ob, oc, fa, fb, fc, na, nb, nc):
+    """X^T [f; n] = [E^T f; E^T n - o x E^T f] for X = [[E, E o^], [0, E]] with E a rotation
+    about e_a, everything in the relabelled order (a, b, c) (axis_blocks): 6 scalars."""
+    gb = ebb * fb + ecb * fc                        # E^T f (its a component is fa)
+    gc = ebc * fb + ecc * fc
+    return (fa, gb, gc, na - (ob * gc - oc * gb), ebb * nb + ecb * nc - (oc * fa - oa * gc),
+            ebc * nb + ecc * nc - (oa * gb - ob * fa))
+
+
+@njit(inline="always")
+def xm_axis6(ebb, ebc, ecb, ecc, oa, ob, oc, la, lb, lc, ra, rb, rc):
+    """X [l; r] = [E (l + o x r); E r] for X = [[E, E o^], [0, E]] with E a rotation about e_a,
+    in the relabelled order (a, b, c) (axis_blocks): 6 scalars."""
+    ub = lb + (oc * ra - oa * rc)                   # l + o x r (its a component below)
+    uc = lc + (oa * rb - ob * ra)
+    return (la + (ob * rc - oc * rb), ebb * ub + ebc * uc, ecb * ub + ecc * uc,
+            ra, ebb * rb + ebc * rc, ecb * rb + ecc * rc)
+
+
+@njit(inline="always")
+def xt_rows_axis(X, w, a, Y, out):
+    """Each row y = [f; n] of Y becomes X^T y in the same row of out (out may be Y), for
+    X = [[E, E w^], [0, E]] with E a rotation about e_a (about half the arithmetic of xt6)."""
     b, c, ebb, ebc, ecb, ecc = axis_blocks(X, a)
     wa, wb, wc = w[a], w[b], w[c]
     for r in range(Y.shape[0]):
-        fa, fb, fc = Y[r, a], Y[r, b], Y[r, c]
-        nb, nc = Y[r, 3 + b], Y[r, 3 + c]
-        gb = ebb * fb + ecb * fc                    # E^T f (its a component is fa)
-        gc = ebc * fb + ecc * fc
-        Y[r, b] = gb
-        Y[r, c] = gc
-        Y[r, 3 + a] -= wb * gc - wc * gb            # E^T n - w x E^T f
-        Y[r, 3 + b] = ebb * nb + ecb * nc - (wc * fa - wa * gc)
-        Y[r, 3 + c] = ebc * nb + ecc * nc - (wa * gb - wb * fa)
+        out[r, a], out[r, b], out[r, c], out[r, 3 + a], out[r, 3 + b], out[r, 3 + c] = xt_axis6(
+            ebb, ebc, ecb, ecc, wa, wb, wc,
+            Y[r, a], Y[r, b], Y[r, c], Y[r, 3 + a], Y[r, 3 + b], Y[r, 3 + c])
 
 
 @njit(inline="always")
@@ -269,17 +284,8 @@ def xmv_axis(X, w, a, x, out):
     """out = X x = [E (x_l + w x x_w); E x_w] for X = [[E, E w^], [0, E]] with E a rotation about
     e_a (xmv's result); alias-safe (x is read first)."""
     b, c, ebb, ebc, ecb, ecc = axis_blocks(X, a)
-    wa, wb, wc = w[a], w[b], w[c]
-    la, lb, lc, ra, rb, rc = x[a], x[b], x[c], x[3 + a], x[3 + b], x[3 + c]
-    ua = la + (wb * rc - wc * rb)                   # x_l + w x x_w
-    ub = lb + (wc * ra - wa * rc)
-    uc = lc + (wa * rb - wb * ra)
-    out[a] = ua
-    out[b] = ebb * ub + ebc * uc
-    out[c] = ecb * ub + ecc * uc
-    out[3 + a] = ra
-    out[3 + b] = ebb * rb + ebc * rc
-    out[3 + c] = ecb * rb + ecc * rc
+    out[a], out[b], out[c], out[3 + a], out[3 + b], out[3 + c] = xm_axis6(
+        ebb, ebc, ecb, ecc, w[a], w[b], w[c], x[a], x[b], x[c], x[3 + a], x[3 + b], x[3 + c])
 
 
 @njit(inline="always")
@@ -287,16 +293,14 @@ def xt_add_axis(X, w, a, x, out):
     """out += X^T x = [E^T f; E^T n - w x E^T f] for X = [[E, E w^], [0, E]] with E a rotation
     about e_a (xt_add's result); out must not alias x."""
     b, c, ebb, ebc, ecb, ecc = axis_blocks(X, a)
-    wa, wb, wc = w[a], w[b], w[c]
-    fa, fb, fc, na, nb, nc = x[a], x[b], x[c], x[3 + a], x[3 + b], x[3 + c]
-    gb = ebb * fb + ecb * fc
-    gc = ebc * fb + ecc * fc
-    out[a] += fa
-    out[b] += gb
-    out[c] += gc
-    out[3 + a] += na - (wb * gc - wc * gb)
-    out[3 + b] += ebb * nb + ecb * nc - (wc * fa - wa * gc)
-    out[3 + c] += ebc * nb + ecc * nc - (wa * gb - wb * fa)
+    r0, r1, r2, r3, r4, r5 = xt_axis6(ebb, ebc, ecb, ecc, w[a], w[b], w[c],
+                                      x[a], x[b], x[c], x[3 + a], x[3 + b], x[3 + c])
+    out[a] += r0
+    out[b] += r1
+    out[c] += r2
+    out[3 + a] += r3
+    out[3 + b] += r4
+    out[3 + c] += r5
 
 
 @njit(inline="always")
@@ -430,77 +434,13 @@ def xt_add(X, x, out):
 
 
 @njit(inline="always")
-def xtf_rows_s(X, w, a, Y):
-    """Each row y of Y becomes X^T y: xt_rows_axis where the transform has that structure, else
-    the 6x6 product (see xmv_s)."""
-    if a == 0:
-        xt_rows_axis(X, w, 0, Y)
-    elif a == 1:
-        xt_rows_axis(X, w, 1, Y)
-    elif a == 2:
-        xt_rows_axis(X, w, 2, Y)
-    else:
-        blocks = xblocks(X)
-        for r in range(Y.shape[0]):
-            Y[r, 0], Y[r, 1], Y[r, 2], Y[r, 3], Y[r, 4], Y[r, 5] = xt6(
-                blocks, Y[r, 0], Y[r, 1], Y[r, 2], Y[r, 3], Y[r, 4], Y[r, 5])
-
-
-@njit(inline="always")
-def xmv_s(X, w, a, x, out):
-    """out = X x: xmv_axis where the body's transform has that structure (axis code a >= 0,
-    kinematics.axis_structure), else xmv. Each axis is its own branch, so that once inlined the
-    axis is a literal and every index a constant: with run-time indices the compiler cannot tell
-    the stores from the loads that follow them (one buffer), and the fewer operations ran no
-    faster."""
-    if a == 0:                     # (a literal axis: constant indices after inlining)
-        xmv_axis(X, w, 0, x, out)
-    elif a == 1:
-        xmv_axis(X, w, 1, x, out)
-    elif a == 2:
-        xmv_axis(X, w, 2, x, out)
-    else:
-        xmv(X, x, out)
-
-
-@njit(inline="always")
-def xt_add_s(X, w, a, x, out):
-    """out += X^T x: xt_add_axis where the transform has that structure (a >= 0), else xt_add."""
-    if a == 0:                     # (a literal axis: constant indices after inlining)
-        xt_add_axis(X, w, 0, x, out)
-    elif a == 1:
-        xt_add_axis(X, w, 1, x, out)
-    elif a == 2:
-        xt_add_axis(X, w, 2, x, out)
-    else:
-        xt_add(X, x, out)
-
-
-@njit(inline="always")
-def congruence_add_s(X, w, a, M, out):
-    """out += X^T M X: congruence_add_axis where the transform has that structure (a >= 0), else
-    congruence_add."""
-    if a == 0:                     # (a literal axis: constant indices after inlining)
-        congruence_add_axis(X, w, 0, M, out)
-    elif a == 1:
-        congruence_add_axis(X, w, 1, M, out)
-    elif a == 2:
-        congruence_add_axis(X, w, 2, M, out)
-    else:
-        congruence_add(X, M, out)
-
-
-@njit(inline="always")
-def rigid_congruence_add_s(X, w, a, M, out):
-    """rigid_congruence_add(_axis) by the transform's structure code a (see xmv_s)."""
-    if a == 0:                     # (a literal axis: constant indices after inlining)
-        rigid_congruence_add_axis(X, w, 0, M, out)
-    elif a == 1:
-        rigid_congruence_add_axis(X, w, 1, M, out)
-    elif a == 2:
-        rigid_congruence_add_axis(X, w, 2, M, out)
-    else:
-        rigid_congruence_add(X, M, out)
+def xtf_rows(X, Y, out):
+    """Each row y of Y becomes X^T y in the same row of out (out may be Y), for a spatial transform
+    X = [[E, F], [0, E]] (forces taken from the child's to the parent's frame)."""
+    blocks = xblocks(X)
+    for r in range(Y.shape[0]):
+        out[r, 0], out[r, 1], out[r, 2], out[r, 3], out[r, 4], out[r, 5] = xt6(
+            blocks, Y[r, 0], Y[r, 1], Y[r, 2], Y[r, 3], Y[r, 4], Y[r, 5])
 
 
 @njit(inline="always")
@@ -671,3 +611,28 @@ def quat_to_rot(quat, R):
     R[2, 1] = t * (y * z + x * w)
     R[2, 2] = 1 - t * (x * x + y * y)
 
+
+def by_axis(axis_fn, general_fn):
+    """The product `f(X, w, a, p, out)` for a joint's tree transform X with structure code a
+    (kinematics.axis_structure): axis_fn(X, w, a, p, out) for a = 0, 1, 2, general_fn(X, p, out)
+    for -1. Each axis is its own branch, so that once inlined the axis is a literal and every
+    index a constant: with run-time indices the compiler cannot tell the stores from the loads
+    that follow them (one buffer), and the fewer operations ran little faster."""
+    @njit(inline="always")
+    def dispatch(X, w, a, p, out):
+        if a == 0:
+            axis_fn(X, w, 0, p, out)
+        elif a == 1:
+            axis_fn(X, w, 1, p, out)
+        elif a == 2:
+            axis_fn(X, w, 2, p, out)
+        else:
+            general_fn(X, p, out)
+    return dispatch
+
+
+xmv_s = by_axis(xmv_axis, xmv)                                  # out = X x
+xt_add_s = by_axis(xt_add_axis, xt_add)                          # out += X^T x
+xtf_rows_s = by_axis(xt_rows_axis, xtf_rows)                     # rows of out = X^T rows of Y
+congruence_add_s = by_axis(congruence_add_axis, congruence_add)  # out += X^T M X
+rigid_congruence_add_s = by_axis(rigid_congruence_add_axis, rigid_congruence_add)

@@ -58,7 +58,7 @@ def test_axis_products_equal_the_6x6_products(a):
         np.testing.assert_allclose(out, ref, rtol=0, atol=1e-13 * np.abs(ref).max())
         Y = rng.normal(size=(4, 6))
         ref = Y @ X
-        so.xt_rows_axis(X, w, a, Y)
+        so.xt_rows_axis(X, w, a, Y, Y)
         np.testing.assert_allclose(Y, ref, rtol=0, atol=1e-13 * np.abs(ref).max())
         G = rng.normal(size=(6, 6))
         M = G @ G.T

@@ -139,7 +139,7 @@ def eidamb_derivatives(m, d):
                 cur[c, mm] = t[c, mm]
         ch, i = k, p
         while i > 0:
-            xtf_rows_s(Xup[ch], xw[ch], xax[ch], cur)
+            xtf_rows_s(Xup[ch], xw[ch], xax[ch], cur, cur)
             Gi, Pi, axi = S[i], Ps[i], sax[i]
             ri = vidx[i]
             D[ri, rq] = s_dot(Gi, axi, cur[2])
@@ -150,7 +150,7 @@ def eidamb_derivatives(m, d):
         if floating:
             # the base (lines 17-20 with Gamma_0 = 1): its rows get t3, t2; row k's H and v
             # columns t1^T (g0 x e) = -(g0 x* t1)^T and t4 + t1^T (v0 x e)
-            xtf_rows_s(Xup[ch], xw[ch], xax[ch], cur)
+            xtf_rows_s(Xup[ch], xw[ch], xax[ch], cur, cur)
             Dr = D[rq]
             for mm in range(6):
                 D[mm, rq] = cur[2, mm]

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
 from .._jit import njit
 from ..data import kernel, views
-from ..spatial_ops import axis_blocks, inv_spd6, xblocks, xt6, xt_add_s
+from ..spatial_ops import axis_blocks, inv_spd6, xblocks, xm_axis6, xt6, xt_add_s, xt_axis6
 from ..state import input_error
 from .articulated import articulated_step, init_articulated, pivot_tolerance
 from .common import BAD_INPUT, BASE_SINGULAR, setup, singular_mass_matrix_error
@@ -67,53 +67,34 @@ def f_columns(X, S, U, iD, Fk, Fp, Mrow, c0, c1, up, own):
 @njit(inline="always")
 def f_columns_axis(X, o, a, S, U, iD, Fk, Fp, Mrow, c0, c1, up, own):
     """f_columns for a body whose Xup = [[E, E o^], [0, E]] with E a rotation about e_a and whose
-    Gamma = +-e_(3+a) (kinematics.axis_structure): m reads one row of F_k, and X^T y =
-    [E^T f; E^T n - o x E^T f] takes E's 2x2 block (rows and columns relabelled a, b, c)."""
+    Gamma = +-e_(3+a) (kinematics.axis_structure): m reads one row of F_k, and X^T takes E's 2x2
+    block (spatial_ops.xt_axis6; rows relabelled a, b, c)."""
     b, c, ebb, ebc, ecb, ecc = axis_blocks(X, a)
     oa, ob, oc = o[a], o[b], o[c]
     sg = S[3 + a] * iD
     ua, ub, uc, va, vb, vc = U[a], U[b], U[c], U[3 + a], U[3 + b], U[3 + c]
     Ya, Yb, Yc, Za, Zb, Zc = Fk[a], Fk[b], Fk[c], Fk[3 + a], Fk[3 + b], Fk[3 + c]
     Pa, Pb, Pc, Qa, Qb, Qc = Fp[a], Fp[b], Fp[c], Fp[3 + a], Fp[3 + b], Fp[3 + c]
-    if c0 == own:
-        Mrow[own] = iD                                               # T4.6:9
-        if up:
-            fa, fb, fc, na, nb, nc = ua * iD, ub * iD, uc * iD, va * iD, vb * iD, vc * iD
-            gb = ebb * fb + ecb * fc
-            gc = ebc * fb + ecc * fc
-            Pa[own] = fa
-            Pb[own] = gb
-            Pc[own] = gc
-            Qa[own] = na - (ob * gc - oc * gb)
-            Qb[own] = ebb * nb + ecb * nc - (oc * fa - oa * gc)
-            Qc[own] = ebc * nb + ecc * nc - (oa * gb - ob * fa)
-        c0 += 1
     for col in range(c0, c1):
-        m = -(sg * Za[col])
+        if col == own:                           # F_k's own column is 0 and m = 1/D (f_columns)
+            m = iD
+            ya, yb, yc, za, zb, zc = 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        else:
+            ya, yb, yc, za, zb, zc = Ya[col], Yb[col], Yc[col], Za[col], Zb[col], Zc[col]
+            m = -(sg * za)
         Mrow[col] = m
         if up:
-            fa = Ya[col] + ua * m
-            fb = Yb[col] + ub * m
-            fc = Yc[col] + uc * m
-            na = Za[col] + va * m
-            nb = Zb[col] + vb * m
-            nc = Zc[col] + vc * m
-            gb = ebb * fb + ecb * fc
-            gc = ebc * fb + ecc * fc
-            Pa[col] = fa
-            Pb[col] = gb
-            Pc[col] = gc
-            Qa[col] = na - (ob * gc - oc * gb)
-            Qb[col] = ebb * nb + ecb * nc - (oc * fa - oa * gc)
-            Qc[col] = ebc * nb + ecc * nc - (oa * gb - ob * fa)
+            Pa[col], Pb[col], Pc[col], Qa[col], Qb[col], Qc[col] = xt_axis6(
+                ebb, ebc, ecb, ecc, oa, ob, oc, ya + ua * m, yb + ub * m, yc + uc * m,
+                za + va * m, zb + vb * m, zc + vc * m)
 
 
 @njit(inline="always")
 def p_columns_axis(X, o, a, S, w, Dk, Pp, Pk, Mrow, c0, c1, fresh):
     """p_columns for a body whose Xup = [[E, E o^], [0, E]] with E a rotation about e_a and whose
-    Gamma = +-e_(3+a) (kinematics.axis_structure): P_k = X P_lam + Gamma m with
-    X p = [E (p_l + o x p_w); E p_w] on E's 2x2 block, Gamma m one entry (rows relabelled a, b,
-    c); w = X^T U, not yet divided by D_k."""
+    Gamma = +-e_(3+a) (kinematics.axis_structure): P_k = X P_lam + Gamma m with X on E's 2x2 block
+    (spatial_ops.xm_axis6) and Gamma m one entry (rows relabelled a, b, c); w = X^T U, not yet
+    divided by D_k."""
     b, c, ebb, ebc, ecb, ecc = axis_blocks(X, a)
     oa, ob, oc = o[a], o[b], o[c]
     sg = S[3 + a]
@@ -122,19 +103,13 @@ def p_columns_axis(X, o, a, S, w, Dk, Pp, Pk, Mrow, c0, c1, fresh):
     Qa, Qb, Qc, Sa, Sb, Sc = Pk[a], Pk[b], Pk[c], Pk[3 + a], Pk[3 + b], Pk[3 + c]
     for col in range(c0, c1):
         pa, pb, pc, qa, qb, qc = Pa[col], Pb[col], Pc[col], Ra[col], Rb[col], Rc[col]
-        if fresh:
-            m = -(wa * pa + wb * pb + wc * pc + za * qa + zb * qb + zc * qc)
-        else:
-            m = Mrow[col] - (wa * pa + wb * pb + wc * pc + za * qa + zb * qb + zc * qc)
+        m = -(wa * pa + wb * pb + wc * pc + za * qa + zb * qb + zc * qc)
+        if not fresh:
+            m += Mrow[col]
         Mrow[col] = m
-        ub = pb + (oc * qa - oa * qc)                                # p_l + o x p_w
-        uc = pc + (oa * qb - ob * qa)
-        Qa[col] = pa + (ob * qc - oc * qb)
-        Qb[col] = ebb * ub + ebc * uc
-        Qc[col] = ecb * ub + ecc * uc
-        Sa[col] = qa + sg * m
-        Sb[col] = ebb * qb + ebc * qc
-        Sc[col] = ecb * qb + ecc * qc
+        Qa[col], Qb[col], Qc[col], r3, Sb[col], Sc[col] = xm_axis6(
+            ebb, ebc, ecb, ecc, oa, ob, oc, pa, pb, pc, qa, qb, qc)
+        Sa[col] = r3 + sg * m
 
 
 @njit(inline="always")
