@@ -316,6 +316,24 @@ def _rot_sym_axis(ebb, ebc, ecb, ecc, saa, sab, sac, sbb, sbc, scc):
 
 
 @njit(inline="always")
+def _shift_sym(o0, o1, o2, a00, a01, a02, a11, a12, a22, m00, m01, m02, m10, m11, m12, m20, m21,
+               m22, c00, c01, c02, c11, c12, c22):
+    """T^T [[A, B], [B^T, C]] T for T = [[1, o^], [0, 1]] and symmetric A, C (given by their upper
+    triangles): A stays, B' = B + A o^, C' = C + B^T o^ - o^ B'. Returns B' (row by row) and C'
+    (upper triangle)."""
+    b00, b01, b02 = m00 + a01 * o2 - a02 * o1, m01 + a02 * o0 - a00 * o2, m02 + a00 * o1 - a01 * o0
+    b10, b11, b12 = m10 + a11 * o2 - a12 * o1, m11 + a12 * o0 - a01 * o2, m12 + a01 * o1 - a11 * o0
+    b20, b21, b22 = m20 + a12 * o2 - a22 * o1, m21 + a22 * o0 - a02 * o2, m22 + a02 * o1 - a12 * o0
+    return (b00, b01, b02, b10, b11, b12, b20, b21, b22,
+            c00 + (m10 * o2 - m20 * o1 + o2 * b10 - o1 * b20),
+            c01 + (m20 * o0 - m00 * o2 + o2 * b11 - o1 * b21),
+            c02 + (m00 * o1 - m10 * o0 + o2 * b12 - o1 * b22),
+            c11 + (m21 * o0 - m01 * o2 + o0 * b21 - o2 * b01),
+            c12 + (m01 * o1 - m11 * o0 + o0 * b22 - o2 * b02),
+            c22 + (m02 * o1 - m12 * o0 + o1 * b02 - o0 * b12))
+
+
+@njit(inline="always")
 def congruence_add_axis(X, w, a, M, out):
     """out += X^T M X (congruence_add's result) for X = [[E, E w^], [0, E]] with E a rotation
     about e_a: X = blkdiag(E, E) [[1, w^], [0, 1]], so the three 3x3 blocks are rotated first (a
@@ -338,16 +356,11 @@ def congruence_add_axis(X, w, a, M, out):
     m11, m12 = m11 * ebb + m12 * ecb, m11 * ebc + m12 * ecc
     m21, m22 = m21 * ebb + m22 * ecb, m21 * ebc + m22 * ecc
     o0, o1, o2 = w[a], w[b], w[c]
-    # shift (congruence_add's): B' = B + A o^, C' = C + B^T o^ - o^ B'
-    b00, b01, b02 = m00 + a01 * o2 - a02 * o1, m01 + a02 * o0 - a00 * o2, m02 + a00 * o1 - a01 * o0
-    b10, b11, b12 = m10 + a11 * o2 - a12 * o1, m11 + a12 * o0 - a01 * o2, m12 + a01 * o1 - a11 * o0
-    b20, b21, b22 = m20 + a12 * o2 - a22 * o1, m21 + a22 * o0 - a02 * o2, m22 + a02 * o1 - a12 * o0
-    c00 += m10 * o2 - m20 * o1 + o2 * b10 - o1 * b20
-    c01 += m20 * o0 - m00 * o2 + o2 * b11 - o1 * b21
-    c02 += m00 * o1 - m10 * o0 + o2 * b12 - o1 * b22
-    c11 += m21 * o0 - m01 * o2 + o0 * b21 - o2 * b01
-    c12 += m01 * o1 - m11 * o0 + o0 * b22 - o2 * b02
-    c22 += m02 * o1 - m12 * o0 + o1 * b02 - o0 * b12
+    # shift (congruence_add's)
+    (b00, b01, b02, b10, b11, b12, b20, b21, b22,
+     c00, c01, c02, c11, c12, c22) = _shift_sym(o0, o1, o2, a00, a01, a02, a11, a12, a22,
+                                                m00, m01, m02, m10, m11, m12, m20, m21, m22,
+                                                c00, c01, c02, c11, c12, c22)
     _add_sym(out, a, b, c, a00, a01, a02, a11, a12, a22)
     _add_sym(out, a3, b3, c3, c00, c01, c02, c11, c12, c22)
     out[a, a3] += b00
@@ -485,16 +498,11 @@ def congruence_add(X, M, out):
     m00, m01, m02 = M[0, 3], M[0, 4], M[0, 5]                  # the off-diagonal block
     m10, m11, m12 = M[1, 3], M[1, 4], M[1, 5]
     m20, m21, m22 = M[2, 3], M[2, 4], M[2, 5]
-    # shift: [[A, B], [B^T, C]] -> [[A, B'], [B'^T, C']], B' = B + A o^, C' = C + B^T o^ - o^ B'
-    b00, b01, b02 = m00 + a01 * o2 - a02 * o1, m01 + a02 * o0 - a00 * o2, m02 + a00 * o1 - a01 * o0
-    b10, b11, b12 = m10 + a11 * o2 - a12 * o1, m11 + a12 * o0 - a01 * o2, m12 + a01 * o1 - a11 * o0
-    b20, b21, b22 = m20 + a12 * o2 - a22 * o1, m21 + a22 * o0 - a02 * o2, m22 + a02 * o1 - a12 * o0
-    c00 += m10 * o2 - m20 * o1 + o2 * b10 - o1 * b20
-    c01 += m20 * o0 - m00 * o2 + o2 * b11 - o1 * b21
-    c02 += m00 * o1 - m10 * o0 + o2 * b12 - o1 * b22
-    c11 += m21 * o0 - m01 * o2 + o0 * b21 - o2 * b01
-    c12 += m01 * o1 - m11 * o0 + o0 * b22 - o2 * b02
-    c22 += m02 * o1 - m12 * o0 + o1 * b02 - o0 * b12
+    # shift: [[A, B], [B^T, C]] -> [[A, B'], [B'^T, C']]
+    (b00, b01, b02, b10, b11, b12, b20, b21, b22,
+     c00, c01, c02, c11, c12, c22) = _shift_sym(o0, o1, o2, a00, a01, a02, a11, a12, a22,
+                                                m00, m01, m02, m10, m11, m12, m20, m21, m22,
+                                                c00, c01, c02, c11, c12, c22)
     # rotation by blkdiag(E, E)
     _rot_sym_add(blocks, a00, a01, a02, a11, a12, a22, out, 0)
     _rot_sym_add(blocks, c00, c01, c02, c11, c12, c22, out, 3)
