@@ -252,6 +252,8 @@ class Data:
         self.model_name = model.name
         n = model.nj
         self.nj, self.nv, self.floating_base = n, model.nv, model.floating_base
+        self._tau_shape = (n,)   # tau's shape (the hot paths compare it, not a new tuple)
+        self._lin = None        # linearize(..., data=self)'s result object, made on first use
         self.custom = tuple((j, model.bodies[j].joint, model.joint_names[j]) for j in arr.custom)
         nfloat = buffer_sizes(n, model.floating_base, 0)[1]
         check_fits(model, 8 * nfloat)                     # before allocating
@@ -301,6 +303,7 @@ class Data:
         new.__dict__.update(self.__dict__)
         new.ib, new.fb = self.ib.copy(), self.fb.copy()
         new._busy = False
+        new._lin = None                             # its result object holds this Data's views
         new.__dict__.pop("_contact_sets", None)     # contacts.contact_set's buffers: per Data
         new._bind()
         return new

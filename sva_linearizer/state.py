@@ -95,8 +95,11 @@ class State:
             v = np.array(as_vector("v", v, nv))
         if (_CHECK or _direct_check())(q, v, floating) == 1:   # check_state_vectors, on the copies
             raise input_error(model, q, v)
-        st = object.__new__(cls)
-        st.nj, st.floating_base, st._q, st._v = nj, floating, q, v
+        st = _new(cls)
+        st.nj = nj                  # (one assignment each: a tuple assignment builds the tuple)
+        st.floating_base = floating
+        st._q = q
+        st._v = v
         return st
 
     # q and v are the state's own arrays (C-contiguous float64 vectors of the model's sizes, which
@@ -182,6 +185,7 @@ class State:
 
 _FLOAT64 = np.dtype(np.float64)
 _ndarray = np.ndarray   # (a module global: one lookup on the hot paths, not two)
+_new = object.__new__
 
 
 def _is_vector(x, size):

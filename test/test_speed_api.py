@@ -43,6 +43,35 @@ def test_data_and_out_arrays_give_the_same_numbers(floating):
     np.testing.assert_array_equal(d2.A, ref.A)
 
 
+@pytest.mark.parametrize("floating", [True, False])
+def test_the_datas_own_result_object_is_set_anew_by_every_call(floating):
+    """With data= (no out, dt, contacts) linearize returns the Data's one Linearization, every
+    field set anew: a field a caller replaced, or one a dt= call's result had, does not survive
+    into the next call; a copy of the Data has a result object of its own (its views)."""
+    model, st, tau, rng = _tree_state_tau(5, 6, floating)
+    st2 = random_state(model, rng)
+    ref1, ref2 = sl.linearize(model, st, tau), sl.linearize(model, st2, tau)
+    data = sl.Data(model)
+    lin = sl.linearize(model, st, tau, data=data)
+    lin.A = lin.A.copy()                      # a caller keeps A by replacing the field
+    lin.dt, lin.Ad = 0.5, np.zeros((1, 1))
+    lin2 = sl.linearize(model, st2, tau, data=data)
+    assert lin2 is lin
+    assert lin2.A is data.A and lin2.B is data.B and lin2.D is data.D and lin2.Minv is data.Minv
+    assert lin2.dt is None and lin2.Ad is None and lin2.Bd is None and lin2.forces is None
+    np.testing.assert_array_equal(lin2.A, ref2.A)
+    np.testing.assert_array_equal(lin2.nu_dot, ref2.nu_dot)
+    d2 = data.copy()                          # another thread's Data: its own result object
+    lin3 = sl.linearize(model, st, tau, data=d2)
+    assert lin3 is not lin2 and lin3.A is d2.A and lin2.A is data.A
+    np.testing.assert_array_equal(lin3.A, ref1.A)
+    np.testing.assert_array_equal(lin2.A, ref2.A)   # the first Data's result is untouched
+    # a dt= call on the Data gives a result of its own (Ad, Bd), which a later call leaves be
+    lin_dt = sl.linearize(model, st, tau, data=data, dt=0.01)
+    sl.linearize(model, st2, tau, data=data)
+    assert lin_dt.dt == 0.01 and lin_dt.Ad is data.Ad
+
+
 def test_data_and_out_are_checked():
     m1 = load_robot("quadruped")
     m2 = load_robot("quadruped", floating_base=False)
