@@ -382,8 +382,10 @@ def run(robots=DEFAULT_ROBOTS, batch=128, repeat=15, number=20, cold=True, out=p
         raise ValueError("bench needs Pinocchio as the reference: pip install pin "
                          "example-robot-data (or '.[test]')") from None
     from sva_linearizer.linearization import num_threads
+    from sva_linearizer.profile import machine_line
 
     rows = []
+    out(machine_line())   # (the ratios depend on the CPU: say which)
     out(f"sva_linearizer vs Pinocchio, same random states, one process; batch of {batch} on "
         f"{num_threads()} thread(s); medians of {repeat} runs, ours and Pinocchio taking turns; ratio = median of the runs' ratios")
     hdr = (f"{'robot':<10} {'nv':>3} | {'one state: ours':>15} {'pin':>7} {'ratio':>6} {'lean':>6} | "

@@ -247,8 +247,10 @@ def flops_in_child(robot: str, floating_base: bool | None = None) -> dict:
 # ---- the machine ---------------------------------------------------------------------------------
 
 def machine_peak() -> dict:
-    """Nominal clock and double-precision peaks of one core (GFLOP/s), from /proc/cpuinfo."""
-    ghz, flags, name = None, set(), "unknown CPU"
+    """Nominal clock and double-precision peaks of one core (GFLOP/s), from /proc/cpuinfo; with
+    the CPU's family and model and LLVM's name for it (what numba compiles for), since the
+    ratios to Pinocchio depend on the CPU (machine_line)."""
+    ghz, flags, name, family, model = None, set(), "unknown CPU", None, None
     try:
         with open("/proc/cpuinfo") as fh:
             for line in fh:
@@ -260,15 +262,35 @@ def machine_peak() -> dict:
                     flags = set(val.split())
                 elif key == "model name" and name == "unknown CPU":
                     name = val.strip()
-    except OSError:
+                elif key == "cpu family" and family is None:
+                    family = int(val)
+                elif key == "model" and model is None:
+                    model = int(val)
+    except (OSError, ValueError):
         pass
+    try:
+        import llvmlite.binding as llvm
+        llvm_cpu = llvm.get_host_cpu_name()
+    except Exception:  # pragma: no cover - no llvmlite (no numba): not needed for the figures
+        llvm_cpu = "?"
     amd = "AMD" in name
     width = 8 if "avx512f" in flags and not amd else 4 if "avx2" in flags else 2
+    if amd and family == 23 and model is not None and model < 0x30:
+        width = 2     # Zen 1 / Zen+: 256-bit instructions run as two halves on 128-bit units
     fma = "fma" in flags
     per_cycle = 4 if fma else 2                     # two FMA units (2 flops each), or add + mul
-    return {"cpu": name, "ghz": ghz, "simd_doubles": width,
+    return {"cpu": name, "family": family, "model": model, "llvm_cpu": llvm_cpu, "ghz": ghz,
+            "simd_doubles": width,
             "scalar_peak": None if ghz is None else ghz * per_cycle,
             "simd_peak": None if ghz is None else ghz * per_cycle * width}
+
+
+def machine_line(peak: dict | None = None) -> str:
+    """One line naming this machine's CPU, for the bench's and the profile's headers."""
+    peak = peak or machine_peak()
+    clock = f", {peak['ghz']:.2f} GHz" if peak["ghz"] else ""
+    return (f"{peak['cpu']} (family {peak['family']}, model {peak['model']}; numba compiles for "
+            f"{peak['llvm_cpu']}){clock}, {os.cpu_count()} CPUs")
 
 
 # ---- the command ---------------------------------------------------------------------------------
@@ -302,6 +324,7 @@ def print_profile(res: dict, peak: dict) -> None:
 
 def cmd_profile(args) -> int:
     peak = machine_peak()
+    print(machine_line(peak))
     print(f"{peak['cpu']}: {peak['ghz']:.2f} GHz nominal; one core's double peak "
           f"{peak['scalar_peak']:.1f} GFLOP/s scalar, {peak['simd_peak']:.1f} GFLOP/s with "
           f"{peak['simd_doubles']}-wide SIMD (2 FMA units assumed)" if peak["ghz"] else "CPU clock unknown")
