@@ -215,9 +215,10 @@ QUIET_ENV = "SVA_LINEARIZER_QUIET"
 MARKER_NAME = "sva_linearizer.compiled-{group}.json"
 LOCK_NAME = "sva_linearizer.compile.lock"
 # the message's estimates: cold compiles measured on a shared 2-core machine (AMD EPYC 2.6 GHz, numba 0.68)
-ESTIMATE_S = {"core": 180, "batch": 25, "contacts": 150}
+ESTIMATE_S = {"core": 180, "batch": 25, "contacts": 150, "contacts_batch": 40}
 WHAT = {"core": "the numba kernels", "batch": "the parallel kernel of linearize_batch",
-        "contacts": "the contact kernels (frames, rigid contacts, contact forces)"}
+        "contacts": "the contact kernels (frames, rigid contacts, contact forces)",
+        "contacts_batch": "the parallel kernel of linearize_batch with contacts"}
 
 _lock = threading.RLock()
 _done = {}  # group -> the status later calls report: "warm" (compiled or found) or "skipped"
@@ -498,9 +499,25 @@ def _stage_contacts():
         sl.frame_placement(m, state, "b")
 
 
+def _stage_contacts_batch():
+    import numpy as np
+
+    import sva_linearizer as sl
+
+    m = _tiny_model(True)
+    rows = [_tiny_state(m, seed) for seed in range(3)]
+    Q, V, T = (np.array([r[i] for r in rows]) for i in range(3))
+    point = sl.Contact("b", kind="point", baumgarte=(1.0, 1.0))
+    six = sl.Contact("c", kind="6d", reference="world_aligned")
+    sl.linearize_batch(m, Q, V, T, contacts=[point], forces=[(six, np.zeros(6))])
+
+
 # (group, name, function): what the warm-up runs, in order. "core": everything one state needs
 # (ensure_compiled() before the first kernel call); "batch": linearize_batch's parallel kernel
-# (ensure_compiled("batch") in linearize_batch). The core may add stages for new kernels.
+# (ensure_compiled("batch") in linearize_batch); "contacts": one state with contacts (frames.py,
+# linearization/contacts.py); "contacts_batch": linearize_batch(contacts=)'s parallel kernel
+# (contacts_chunk: ensure_compiled("contacts_batch") in contacts.batch_contacts). The core may
+# add stages for new kernels.
 WARMUP_STAGES = [
     ("core", "floating base: linearize", _stage_linearize(True)),
     ("core", "floating base: dynamics, Minv, ID derivatives", _stage_dynamics(True)),
@@ -509,6 +526,7 @@ WARMUP_STAGES = [
     ("core", "discrete time", _stage_discrete),
     ("batch", "linearize_batch (parallel), floating and fixed base, with and without dt", _stage_batch),
     ("contacts", "frames, rigid contacts and contact forces", _stage_contacts),
+    ("contacts_batch", "linearize_batch with contacts (parallel)", _stage_contacts_batch),
 ]
 
 

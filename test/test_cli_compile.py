@@ -184,7 +184,7 @@ def test_compile_covers_what_a_robot_uses(tmp_path):
     assert after == files, sorted(set(map(str, after)) ^ set(map(str, files)))
     r = subprocess.run([sys.executable, "-m", "sva_linearizer.cli", "compile", "--status"],
                        capture_output=True, text=True, timeout=300, env=env)
-    assert r.returncode == 0 and r.stdout.startswith("core: warm, batch: warm, contacts: warm (cache: ")
+    assert r.returncode == 0 and r.stdout.startswith("core: warm, batch: warm, contacts: warm, contacts_batch: warm (cache: ")
 
 
 @needs_numba
@@ -209,5 +209,5 @@ def test_an_unannounced_compile_is_reported(tmp_path):
 def test_compile_status_on_a_cold_cache(tmp_path):
     r = subprocess.run([sys.executable, "-m", "sva_linearizer.cli", "compile", "--status"], capture_output=True,
                        text=True, timeout=300, env=dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path)))
-    assert r.returncode == 1 and r.stdout.startswith("core: cold, batch: cold, contacts: cold (cache: ")
+    assert r.returncode == 1 and r.stdout.startswith("core: cold, batch: cold, contacts: cold, contacts_batch: cold (cache: ")
     assert str(tmp_path) in r.stdout and r.stderr == ""

@@ -500,6 +500,7 @@ def batch_contacts(model: Model, Q, V, T, OA, OB, contacts, per_state, nthreads,
         return False
     contact_plan(model, d0, contacts, keys)                 # checks the contacts, names errors
     ensure_compiled("contacts")
+    ensure_compiled("contacts_batch")                       # contacts_chunk (below)
     status = np.zeros(N, dtype=np.int64)
     counter = itertools.count()
     chunk = max(1, min(16, N // (8 * nthreads)))
