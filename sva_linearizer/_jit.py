@@ -214,8 +214,9 @@ else:
 QUIET_ENV = "SVA_LINEARIZER_QUIET"
 MARKER_NAME = "sva_linearizer.compiled-{group}.json"
 LOCK_NAME = "sva_linearizer.compile.lock"
-# the message's estimates: cold compiles measured on a shared 2-core machine (AMD EPYC 2.6 GHz, numba 0.68)
-ESTIMATE_S = {"core": 180, "batch": 25, "contacts": 150, "contacts_batch": 40}
+# the message's estimates (seconds, fastest-slowest): cold compiles measured on shared 2-core
+# machines with numba 0.68 (an AMD EPYC at 2.6 GHz; a first-generation AMD EPYC at 2.0 GHz)
+ESTIMATE_S = {"core": (180, 380), "batch": (25, 60), "contacts": (150, 290), "contacts_batch": (40, 70)}
 WHAT = {"core": "the numba kernels", "batch": "the parallel kernel of linearize_batch",
         "contacts": "the contact kernels (frames, rigid contacts, contact forces)",
         "contacts_batch": "the parallel kernel of linearize_batch with contacts"}
@@ -458,15 +459,28 @@ def _stage_dynamics(floating):
     return run
 
 
-def _stage_batch():
+def _tiny_batch(m):
+    """Three states of the tiny model as the rows of (Q, V, T)."""
     import numpy as np
 
+    rows = [_tiny_state(m, seed) for seed in range(3)]
+    return tuple(np.array([r[i] for r in rows]) for i in range(3))
+
+
+def _tiny_contacts():
+    """A point contact on "b" and a world-aligned 6d contact on "c" (for forces)."""
+    import sva_linearizer as sl
+
+    return (sl.Contact("b", kind="point", baumgarte=(1.0, 1.0)),
+            sl.Contact("c", kind="6d", reference="world_aligned"))
+
+
+def _stage_batch():
     import sva_linearizer as sl
 
     for floating in (True, False):
         m = _tiny_model(floating)
-        rows = [_tiny_state(m, seed) for seed in range(3)]
-        Q, V, T = (np.array([r[i] for r in rows]) for i in range(3))
+        Q, V, T = _tiny_batch(m)
         sl.linearize_batch(m, Q, V, T)
         sl.linearize_batch(m, Q, V, T, dt=0.01)
 
@@ -489,8 +503,7 @@ def _stage_contacts():
         m = _tiny_model(floating)   # contact on "b" would over-constrain the fixed-base tree
         q, v, tau = _tiny_state(m)
         state = sl.State.from_vectors(m, q, v)
-        point = sl.Contact("b", kind="point", baumgarte=(1.0, 1.0))
-        six = sl.Contact("c", kind="6d", reference="world_aligned")
+        point, six = _tiny_contacts()
         sl.linearize(m, state, tau, contacts=[point], forces=[(six, np.zeros(6))])
         sl.linearize(m, state, tau, contacts=[point], dt=0.01)
         sl.forward_dynamics(m, state, tau, contacts=[point])
@@ -505,10 +518,8 @@ def _stage_contacts_batch():
     import sva_linearizer as sl
 
     m = _tiny_model(True)
-    rows = [_tiny_state(m, seed) for seed in range(3)]
-    Q, V, T = (np.array([r[i] for r in rows]) for i in range(3))
-    point = sl.Contact("b", kind="point", baumgarte=(1.0, 1.0))
-    six = sl.Contact("c", kind="6d", reference="world_aligned")
+    Q, V, T = _tiny_batch(m)
+    point, six = _tiny_contacts()
     sl.linearize_batch(m, Q, V, T, contacts=[point], forces=[(six, np.zeros(6))])
 
 
@@ -545,7 +556,8 @@ class _Progress:
 
     def _header(self):
         g = self.group
-        _say(f"sva_linearizer: compiling {WHAT[g]} (once per machine, about {ESTIMATE_S[g]} s on 2 cores; "
+        lo, hi = ESTIMATE_S[g]
+        _say(f"sva_linearizer: compiling {WHAT[g]} (once per machine, {lo}-{hi} s on 2 cores; "
              "SVA_LINEARIZER_QUIET=1 hides this) ...")
 
     def begin(self, label):

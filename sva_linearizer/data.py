@@ -10,7 +10,8 @@ arrays costs ~0.2 us where forty cost ~5 us.
 Indexing (thesis): body 0 is the base, bodies k = 1..N are moved by joint k-1; lam[k] < k. Per-body
 arrays have N+1 rows (row 0 of the joint arrays is unused). Quantities are in body coordinates,
 linear-angular order. Shape symbols: nb = N+1 bodies, n = N joints, nv = n (+6 with a floating
-base), nx = 2 nv, nrng = the number of subtree index ranges.
+base), nx = 2 nv, nrng = the number of subtree index ranges, nsup = the number of entries of D's
+support (sup_rows).
 """
 from __future__ import annotations
 
@@ -23,14 +24,18 @@ import numpy as np
 
 from ._jit import HAVE_NUMBA, _carve_view_py, carve_view, ensure_compiled, njit
 
-# Int buffer: a header [n, floating, nrng], then these.
-INT_HEADER = ("n", "floating", "nrng")
+# Int buffer: a header [n, floating, nrng, nsup], then these.
+INT_HEADER = ("n", "floating", "nrng", "nsup")
 MODEL_INTS = (
     ("lam", ("nb",), "parent body of body k (lam[0] = -1)"),
     ("jtype", ("nb",), "joint type of body k (joints.REVOLUTE, ...; row 0 unused)"),
     ("vidx", ("nb",), "index of body k's joint in nu (and in z_q, z_nu); vidx[0] = 0, the base block"),
     ("sub_ptr", ("nb+1",), "subtree(k)'s joint-index ranges are sub_rng[sub_ptr[k]:sub_ptr[k+1]]"),
     ("sub_rng", ("nrng", 2), "[first, last+1) joint-index ranges (IMMA's column sets)"),
+    ("sup_ptr", ("nv+1",), "column j of D_q and of D_nu can be nonzero only in rows "
+                           "sup_rows[sup_ptr[j]:sup_ptr[j+1]]"),
+    ("sup_rows", ("nsup",), "D's support by column (base, ancestors, subtree: "
+                            "linearization/sparse_product.support_rows), ascending"),
     ("sax", ("nb",), "axis code of joint k: i when Gamma_k = sigma_k = +-e_i (a column read), else -1"),
     ("rig", ("nb",), "1 when every inertia in subtree(k) has rigid-body form exactly (rigid_form): "
                      "its composites do too (rigid_congruence_add), else 0"),
@@ -123,7 +128,7 @@ def _views_source():
     """`views(ib, fb) -> (m, d, used)`, generated from the tables (the one place a field's offset
     comes from its position)."""
     lines = ["def views(ib, fb):",
-             "    n, floating, nrng = ib[0], ib[1], ib[2]",
+             "    n, floating, nrng, nsup = ib[0], ib[1], ib[2], ib[3]",
              "    nb = n + 1",
              "    nv = n + 6 * floating",
              "    nx = 2 * nv",
@@ -137,7 +142,7 @@ def _views_source():
               "        raise ValueError('sva_linearizer: float buffer too small for the model')"]
     mf = ", ".join(f[0] for f in MODEL_INTS + MODEL_FLOATS)
     wf = ", ".join(f[0] for f in WORK)
-    lines.append(f"    return Model_(n, floating != 0, nrng, nb, nv, {mf}, ib, fb), Work({wf}), o")
+    lines.append(f"    return Model_(n, floating != 0, nrng, nsup, nb, nv, {mf}, ib, fb), Work({wf}), o")
     return "\n".join(lines) + "\n"
 
 
@@ -183,10 +188,11 @@ def kernel(fn):
     return shim
 
 
-def buffer_sizes(n: int, floating: bool, nrng: int) -> tuple[int, int]:
+def buffer_sizes(n: int, floating: bool, nrng: int, nsup: int) -> tuple[int, int]:
     """(int, float) buffer lengths of a model with n joints, from the tables."""
-    dims = {"n": n, "nb": n + 1, "nv": n + 6 * int(floating), "nx": 2 * (n + 6 * int(floating)),
-            "nrng": nrng, "nb+1": n + 2}
+    nv = n + 6 * int(floating)
+    dims = {"n": n, "nb": n + 1, "nv": nv, "nx": 2 * nv, "nrng": nrng, "nsup": nsup,
+            "nb+1": n + 2, "nv+1": nv + 1}
 
     def size(table):
         return sum(math.prod(dims[d] if isinstance(d, str) else d for d in shape) for _, shape, _ in table)
@@ -255,13 +261,17 @@ class Data:
         self._tau_shape = (n,)   # tau's shape (the hot paths compare it, not a new tuple)
         self._lin = None        # linearize(..., data=self)'s result object, made on first use
         self.custom = tuple((j, model.bodies[j].joint, model.joint_names[j]) for j in arr.custom)
-        nfloat = buffer_sizes(n, model.floating_base, 0)[1]
+        nfloat = buffer_sizes(n, model.floating_base, 0, 0)[1]
         check_fits(model, 8 * nfloat)                     # before allocating
         lam = np.concatenate([[-1], arr.parent + 1]).astype(np.int64)
         sub_ptr, sub_rng = _subtree_ranges(lam)
-        nint = buffer_sizes(n, model.floating_base, len(sub_rng))[0]
+        off = 6 if model.floating_base else 0
+        vidx = np.concatenate([[0], off + np.arange(n)]).astype(np.int64)
+        from .linearization.sparse_product import support_rows
+        sup_ptr, sup_rows = support_rows(lam, vidx, model.nv)
+        nint = buffer_sizes(n, model.floating_base, len(sub_rng), len(sup_rows))[0]
         self.ib = np.zeros(nint, dtype=np.int64)
-        self.ib[0:3] = (n, int(model.floating_base), len(sub_rng))
+        self.ib[0:4] = (n, int(model.floating_base), len(sub_rng), len(sup_rows))
         self.fb = np.zeros(nfloat)
         used = self._bind()
         assert used == nfloat, "buffer_sizes and views disagree"
@@ -274,8 +284,9 @@ class Data:
         from .algorithms.kinematics import axis_structure
         self.xax[:] = -1
         self.xax[1:], self.xw[1:] = axis_structure(arr.jtype, self.sax[1:], arr.Xtree)
-        off = 6 if model.floating_base else 0
-        self.vidx[1:] = off + np.arange(n)
+        self.vidx[:] = vidx
+        self.sup_ptr[:] = sup_ptr
+        self.sup_rows[:] = sup_rows
         self.sub_ptr[:] = sub_ptr
         if sub_rng:
             self.sub_rng[:] = sub_rng

@@ -9,7 +9,8 @@ Stages of the pipeline `linearize_state` (linearization/continuous.py), in order
     nu_dot       S tau - h and nu_dot = M^-1 (S tau - h)                              continuous.py
     EIDAmb acc   EIDAmb again at the consistent acceleration (accelerations only)     eidamb.py
     IDSVA        the EIDAmb derivatives D (Tables 4.2-4.5 as IDSVA)                    eidamb_derivatives.py
-    assembly     -M^-1 D (BLAS), B = M^-1 S, -ad(v), the finiteness check             continuous.py
+    assembly     -M^-1 D (SIMD tiles over D's support), B = M^-1 S, -ad(v), the        continuous.py,
+                 finiteness check                                                     sparse_product.py
     dispatch     the call from Python into linearize_entry_data's compiled code, as linearize
                  makes it (argument unboxing; _jit.direct: without numba's type dispatch)
     Python       sl.linearize around that call (checks, Data, the result object)
@@ -325,7 +326,7 @@ def print_profile(res: dict, peak: dict) -> None:
 def cmd_profile(args) -> int:
     peak = machine_peak()
     print(machine_line(peak))
-    print(f"{peak['cpu']}: {peak['ghz']:.2f} GHz nominal; one core's double peak "
+    print(f"one core's double peak at the nominal clock: "
           f"{peak['scalar_peak']:.1f} GFLOP/s scalar, {peak['simd_peak']:.1f} GFLOP/s with "
           f"{peak['simd_doubles']}-wide SIMD (2 FMA units assumed)" if peak["ghz"] else "CPU clock unknown")
     results = []

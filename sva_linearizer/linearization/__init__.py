@@ -3,6 +3,7 @@
     continuous.py   linearize: A, B at one state (and Ad, Bd with dt), one compiled call
     batch.py        linearize_batch: many states, in parallel, one compiled call
     discrete.py     the semi-implicit Euler step on the Lie group: Ad, Bd (discretize)
+    sparse_product.py  -Minv D over D's branch-induced sparsity, in SIMD tiles (A's lower block)
     overflow.py     naming what overflowed when a result is not finite
 """
 from .batch import linearize_batch, num_threads

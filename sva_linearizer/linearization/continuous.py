@@ -33,6 +33,7 @@ from ..spatial_ops import cross_m
 from ..state import _FLOAT64, State, _is_vector, as_vector, input_error
 from .discrete import check_dt, discrete_step, se3_step_jacobians
 from .overflow import overflow_error
+from .sparse_product import neg_minv_times
 
 _ndarray = np.ndarray
 
@@ -153,12 +154,10 @@ def assemble(m, d, vel, Dm, A, B, dt, Ad, Bd):
             for i in range(6):
                 bad |= not_finite(A[i, c])
     AL = A[nv:]
-    np.dot(Minv, Dm, AL)                                             # BLAS: -Minv D, in place
+    neg_minv_times(Minv, Dm, AL, m.sup_ptr, m.sup_rows)              # -Minv D over D's support
     ALf = flat_view(AL)             # (a loop from 0: one that starts at nv nx ran 5x slower)
     for i in range(nv * nx):
-        x = -ALf[i]
-        ALf[i] = x
-        bad |= not_finite(x)
+        bad |= not_finite(ALf[i])
     for i in range(nv):
         for c in range(n):
             x = Minv[i, off + c]
