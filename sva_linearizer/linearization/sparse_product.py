@@ -56,7 +56,7 @@ def support_rows(lam: np.ndarray, vidx: np.ndarray, nv: int) -> tuple[np.ndarray
 def _neg_tile_py(width):
     def neg_tile(Minv, X, out, j, i0, p0, p1, rows):
         """out[i0:i0+width, j] = -sum_p X[rows[p], j] Minv[rows[p], i0:i0+width], and the same
-        for column j + nv (the plain-Python form of `_neg_tile`; Minv symmetric)."""
+        for column j + nv (the plain-Python form of the tile intrinsics; Minv symmetric)."""
         _neg_tile_rows(Minv, X, out, j, i0, i0 + width, p0, p1, rows)
     return neg_tile
 
@@ -86,10 +86,10 @@ if HAVE_NUMBA:
     _I32 = _ir.IntType(32)
 
     def _tile_typer(h, Minv, X, out, rows):
-        """`_neg_tile_py(4 h)` with the 4 h rows as h LLVM vectors of 4 doubles (2 h accumulators
-        with the two columns). Minv must be C-contiguous (its row k is read as vectors); X and out any 2D float64
-        arrays, rows an int64 vector. The caller guarantees i0 + 4 h <= nv and that the indices
-        are in range."""
+        """The typing and code of the tile `_neg_tile_py(4 h)` as an intrinsic: the 4 h rows as h
+        LLVM vectors of 4 doubles (2 h accumulators with the two columns). Minv must be
+        C-contiguous (its row k is read as vectors); X and out any 2D float64 arrays, rows an int64
+        vector. The caller guarantees i0 + 4 h <= nv and that the indices are in range."""
         arrays = (Minv, X, out)
         if not (all(isinstance(a, _types.Array) and a.ndim == 2 and a.dtype == _types.float64
                     for a in arrays) and Minv.layout == "C" and isinstance(rows, _types.Array)
