@@ -216,7 +216,7 @@ MARKER_NAME = "sva_linearizer.compiled-{group}.json"
 LOCK_NAME = "sva_linearizer.compile.lock"
 # the message's estimates (seconds, fastest-slowest): cold compiles measured on shared 2-core
 # machines with numba 0.68 (an AMD EPYC at 2.6 GHz; a first-generation AMD EPYC at 2.0 GHz)
-ESTIMATE_S = {"core": (180, 380), "batch": (25, 60), "contacts": (150, 290), "contacts_batch": (40, 70)}
+ESTIMATE_S = {"core": (180, 410), "batch": (25, 60), "contacts": (150, 290), "contacts_batch": (40, 70)}
 WHAT = {"core": "the numba kernels", "batch": "the parallel kernel of linearize_batch",
         "contacts": "the contact kernels (frames, rigid contacts, contact forces)",
         "contacts_batch": "the parallel kernel of linearize_batch with contacts"}

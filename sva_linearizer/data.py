@@ -35,7 +35,7 @@ MODEL_INTS = (
     ("sup_ptr", ("nv+1",), "column j of D_q and of D_nu can be nonzero only in rows "
                            "sup_rows[sup_ptr[j]:sup_ptr[j+1]]"),
     ("sup_rows", ("nsup",), "D's support by column (base, ancestors, subtree: "
-                            "linearization/sparse_product.support_rows), ascending"),
+                            "support_rows; linearization/sparse_product.py), ascending"),
     ("sax", ("nb",), "axis code of joint k: i when Gamma_k = sigma_k = +-e_i (a column read), else -1"),
     ("rig", ("nb",), "1 when every inertia in subtree(k) has rigid-body form exactly (rigid_form): "
                      "its composites do too (rigid_congruence_add), else 0"),
@@ -267,7 +267,6 @@ class Data:
         sub_ptr, sub_rng = _subtree_ranges(lam)
         off = 6 if model.floating_base else 0
         vidx = np.concatenate([[0], off + np.arange(n)]).astype(np.int64)
-        from .linearization.sparse_product import support_rows
         sup_ptr, sup_rows = support_rows(lam, vidx, model.nv)
         nint = buffer_sizes(n, model.floating_base, len(sub_rng), len(sup_rows))[0]
         self.ib = np.zeros(nint, dtype=np.int64)
@@ -344,6 +343,31 @@ def _subtree_ranges(lam):
                 sub_rng.append([jj, jj + 1])
         sub_ptr.append(len(sub_rng))
     return sub_ptr, sub_rng
+
+
+def support_rows(lam: np.ndarray, vidx: np.ndarray, nv: int) -> tuple[np.ndarray, np.ndarray]:
+    """(ptr, rows): column j of D_q and of D_nu (j < nv) can be nonzero only in rows
+    rows[ptr[j]:ptr[j + 1]] (ascending): every row for a base column; for joint k's column the
+    base's rows, k's ancestors, k and k's subtree (the tree's branch-induced sparsity, which
+    linearization/sparse_product.py's -Minv D sums over). lam: parent body (lam[0] = -1); vidx[k]:
+    body k's index in nu (body 0: the base block)."""
+    nb = lam.shape[0]
+    off = nv - (nb - 1)
+    anc = [[] for _ in range(nb)]           # the joints on the path base -> k, k included
+    for k in range(1, nb):
+        anc[k] = anc[lam[k]] + [int(vidx[k])]
+    desc = [set() for _ in range(nb)]        # the joints of subtree(k), k included
+    for k in range(nb - 1, 0, -1):           # lam[k] < k: children before parents
+        desc[k].add(int(vidx[k]))
+        if lam[k] > 0:
+            desc[lam[k]] |= desc[k]
+    cols = [list(range(nv)) for _ in range(off)]
+    for k in range(1, nb):
+        cols.append(sorted(set(range(off)) | set(anc[k]) | desc[k]))
+    ptr = np.zeros(nv + 1, dtype=np.int64)
+    ptr[1:] = np.cumsum([len(c) for c in cols])
+    rows = np.array([r for c in cols for r in c], dtype=np.int64)
+    return ptr, rows
 
 
 _local = threading.local()

@@ -9,10 +9,11 @@ columns are dense. The contacts' term E (linearization/contacts.py) has the same
 world-aligned force on body c turns with the joints of c's support, and the force reaches only
 their generalized forces.
 
-`support_rows` lists each column's rows (base, ancestors, subtree: 43-53% of nv^2 on the humanoids,
-67% on solo12). `neg_minv_times` sums over these rows only. For each column pair (j, j + nv) and
-each tile of 12 rows of the result (then 8 and 4 for the rest), it keeps 6 accumulators of 4
-doubles in registers and loads Minv's row k (Minv is symmetric: column k) as vectors of 4 doubles.
+`data.support_rows` lists each column's rows (base, ancestors, subtree: 43-53% of nv^2 on the
+humanoids, 67% on solo12), once per model. `neg_minv_times` sums over these rows only. For each
+column pair (j, j + nv) and each tile of 12 rows of the result (then 8 and 4 for the rest), it
+keeps 6 accumulators of 4 doubles in registers and loads Minv's row k (Minv is symmetric: column
+k) as vectors of 4 doubles.
 Numba has no vector type, so a tile is an intrinsic that emits LLVM vectors itself (`_tile_typer`).
 LLVM's SLP vectorizer can find such vectors, but numba leaves it off by default, and turning it on
 for the whole pipeline made the kernels slower (README, session 7).
@@ -24,33 +25,7 @@ with and without contacts).
 """
 from __future__ import annotations
 
-import numpy as np
-
 from .._jit import HAVE_NUMBA, njit
-
-
-def support_rows(lam: np.ndarray, vidx: np.ndarray, nv: int) -> tuple[np.ndarray, np.ndarray]:
-    """(ptr, rows): column j of D_q and of D_nu (j < nv) can be nonzero only in rows
-    rows[ptr[j]:ptr[j + 1]] (ascending): every row for a base column; for joint k's column the
-    base's rows, k's ancestors, k and k's subtree. lam: parent body (lam[0] = -1); vidx[k]: body
-    k's index in nu (body 0: the base block)."""
-    nb = lam.shape[0]
-    off = nv - (nb - 1)
-    anc = [[] for _ in range(nb)]           # the joints on the path base -> k, k included
-    for k in range(1, nb):
-        anc[k] = anc[lam[k]] + [int(vidx[k])]
-    desc = [set() for _ in range(nb)]        # the joints of subtree(k), k included
-    for k in range(nb - 1, 0, -1):           # lam[k] < k: children before parents
-        desc[k].add(int(vidx[k]))
-        if lam[k] > 0:
-            desc[lam[k]] |= desc[k]
-    cols = [list(range(nv)) for _ in range(off)]
-    for k in range(1, nb):
-        cols.append(sorted(set(range(off)) | set(anc[k]) | desc[k]))
-    ptr = np.zeros(nv + 1, dtype=np.int64)
-    ptr[1:] = np.cumsum([len(c) for c in cols])
-    rows = np.array([r for c in cols for r in c], dtype=np.int64)
-    return ptr, rows
 
 
 def _neg_tile_py(width):
@@ -159,7 +134,7 @@ else:
 @njit
 def neg_minv_times(Minv, X, out, ptr, rows):
     """out = -Minv X for X (nv, 2nv) whose columns j and j + nv are zero outside rows
-    rows[ptr[j]:ptr[j + 1]] (support_rows); Minv (nv, nv) symmetric. Every entry of out is
+    rows[ptr[j]:ptr[j + 1]] (data.support_rows); Minv (nv, nv) symmetric. Every entry of out is
     written: by tiles of 12 rows, then 8 and 4, and a last tile of 4 that overlaps the one
     before. (Not inlined into the pipeline: inlined, numba's copy of it ran 2x slower.)"""
     nv = Minv.shape[0]
