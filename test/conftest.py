@@ -3,8 +3,8 @@ test_compile_covers_what_a_robot_uses runs beside the rest of the suite.
 
 That test runs `sva-linearizer compile` in an empty numba cache (its own folder), then checks that
 a fresh process using a robot compiles nothing more. The compile alone takes ~13 min on a 2-core
-2 GHz machine, a third of the suite, and the rest of the suite keeps one core busy at most most of
-the time (one pytest process; the ROS tests wait on DDS). So when that test is among the tests
+2 GHz machine, a third of the suite, while the rest of the suite mostly keeps at most one core
+busy (one pytest process; the ROS tests wait on DDS). So when that test is among the tests
 selected, its compile starts as soon as the selection is known, in a background process with its
 own cache folder, and the test waits for it and checks its result as before (the same
 subprocess, the same assertions). It is stopped at the end of the session if it still runs.
