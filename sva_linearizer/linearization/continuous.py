@@ -154,7 +154,7 @@ def assemble(m, d, vel, Dm, A, B, dt, Ad, Bd):
             for i in range(6):
                 bad |= not_finite(A[i, c])
     AL = A[nv:]
-    neg_minv_times(Minv, Dm, AL, m.sup_ptr, m.sup_rows)              # -Minv D over D's support
+    neg_minv_times(Minv, Dm, AL, m.grp_start, m.grp_ptr, m.grp_rows)   # -Minv D over D's support
     ALf = flat_view(AL)             # (a loop from 0: one that starts at nv nx ran 5x slower)
     for i in range(nv * nx):
         bad |= not_finite(ALf[i])

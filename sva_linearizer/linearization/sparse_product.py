@@ -10,45 +10,56 @@ world-aligned force on body c turns with the joints of c's support, and the forc
 their generalized forces.
 
 `data.support_rows` lists each column's rows (base, ancestors, subtree: 43-53% of nv^2 on the
-humanoids, 67% on solo12), once per model. `neg_minv_times` sums over these rows only. For each
-column pair (j, j + nv) and each tile of 12 rows of the result (then 8 and 4 for the rest), it
-keeps 6 accumulators of 4 doubles in registers and loads Minv's row k (Minv is symmetric: column
-k) as vectors of 4 doubles.
+humanoids, 67% on solo12). `data.column_groups` covers the columns with windows of 4 adjacent
+ones (a joint's neighbours in the model's order are mostly on its own limb, so their supports
+nearly agree), chosen once per model to make the sum of the windows' row sets (the union of their
+4 supports) least. `neg_minv_times` sums over a window's rows only. For each window (columns
+j0..j0+3 of D_q and the same of D_nu) and each tile of 6 rows of the result (4 when nv < 6), it
+keeps 12 accumulators of 4 doubles in registers: row i's entries in those 8 columns. Per summed
+row k it loads D's rows k at j0 and nv + j0 as vectors of 4 doubles and multiplies them by
+Minv[k, i] (Minv is symmetric: Minv[i, k]) for the tile's 6 rows; the tile's results are written
+as vectors, along A's rows.
 Numba has no vector type, so a tile is an intrinsic that emits LLVM vectors itself (`_tile_typer`).
 LLVM's SLP vectorizer can find such vectors, but numba leaves it off by default, and turning it on
 for the whole pipeline made the kernels slower (README, session 7).
 
-Each entry is one sum over the support's rows in ascending order, with fused multiply-adds where
-the compiler contracts them (FASTMATH). A batch and a single call give the same result; BLAS's
-dense product gives it to rounding (6e-15 of the largest entry at most, measured on 9 robots
-with and without contacts).
+Each entry is one sum over its window's rows in ascending order, with fused multiply-adds where
+the compiler contracts them (FASTMATH). The rows a window adds to a column's own support hold
+exact zeros of D, which add exactly nothing (x + 0 * m = x for finite m), so every entry is the
+same sum, bit for bit, as over its column's own support. A batch and a single call give the same
+result; BLAS's dense product gives it to rounding (6e-15 of the largest entry at most, measured
+on 9 robots with and without contacts).
 """
 from __future__ import annotations
 
 from .._jit import HAVE_NUMBA, njit
 
-
-def _neg_tile_py(width):
-    def neg_tile(Minv, X, out, j, i0, p0, p1, rows):
-        """out[i0:i0+width, j] = -sum_p X[rows[p], j] Minv[rows[p], i0:i0+width], and the same
-        for column j + nv (the plain-Python form of the tile intrinsics; Minv symmetric)."""
-        _neg_tile_rows(Minv, X, out, j, i0, i0 + width, p0, p1, rows)
-    return neg_tile
+WIDTH = 4     # columns of D_q (and of D_nu) per window: one vector of 4 doubles
 
 
 @njit(inline="always")
-def _neg_tile_rows(Minv, X, out, j, i0, i1, p0, p1, rows):
-    """Rows i0..i1-1 of the tile (the plain form; robots with fewer than 4 joints)."""
+def _neg_block(Minv, X, out, j0, j1, i0, i1, p0, p1, rows):
+    """out[i, j] = -sum_p X[rows[p], j] Minv[rows[p], i] for rows i0..i1-1 and the columns
+    j0..j1-1 and nv + j0..nv + j1-1 (the plain form of the tiles: no numba, strided X or out,
+    nv < 4)."""
     nv = Minv.shape[0]
-    for w in range(i1 - i0):
-        a = 0.0
-        b = 0.0
-        for p in range(p0, p1):
-            k = rows[p]
-            a += X[k, j] * Minv[k, i0 + w]
-            b += X[k, j + nv] * Minv[k, i0 + w]
-        out[i0 + w, j] = -a
-        out[i0 + w, j + nv] = -b
+    for i in range(i0, i1):
+        for j in range(j0, j1):
+            a = 0.0
+            b = 0.0
+            for p in range(p0, p1):
+                k = rows[p]
+                a += X[k, j] * Minv[k, i]
+                b += X[k, j + nv] * Minv[k, i]
+            out[i, j] = -a
+            out[i, j + nv] = -b
+
+
+def _neg_tile_py(height):
+    def neg_tile(Minv, X, out, j0, i0, p0, p1, rows):
+        """Rows i0..i0+height-1 of window j0 (the plain-Python form of the tile intrinsics)."""
+        _neg_block(Minv, X, out, j0, j0 + WIDTH, i0, i0 + height, p0, p1, rows)
+    return neg_tile
 
 
 if HAVE_NUMBA:
@@ -57,17 +68,18 @@ if HAVE_NUMBA:
     from numba.core import types as _types
     from numba.extending import intrinsic as _intrinsic
 
-    _V4 = _ir.VectorType(_ir.DoubleType(), 4)
+    _V4 = _ir.VectorType(_ir.DoubleType(), WIDTH)
     _I32 = _ir.IntType(32)
 
-    def _tile_typer(h, Minv, X, out, rows):
-        """The typing and code of the tile `_neg_tile_py(4 h)` as an intrinsic: the 4 h rows as h
-        LLVM vectors of 4 doubles (2 h accumulators with the two columns). Minv must be
-        C-contiguous (its row k is read as vectors); X and out any 2D float64 arrays, rows an int64
-        vector. The caller guarantees i0 + 4 h <= nv and that the indices are in range."""
+    def _tile_typer(height, Minv, X, out, rows):
+        """The typing and code of the tile `_neg_tile_py(height)` as an intrinsic: row i0 + r of
+        the result in columns j0..j0+3 and nv+j0..nv+j0+3 as two LLVM vectors of 4 doubles (2
+        height accumulators). X's and out's rows are read and written as vectors: the caller
+        guarantees that their columns are contiguous (strides[1] == 8), that i0 + height <= nv,
+        j0 + 4 <= nv and that the indices are in range."""
         arrays = (Minv, X, out)
         if not (all(isinstance(a, _types.Array) and a.ndim == 2 and a.dtype == _types.float64
-                    for a in arrays) and Minv.layout == "C" and isinstance(rows, _types.Array)
+                    for a in arrays) and isinstance(rows, _types.Array)
                 and rows.ndim == 1 and rows.dtype == _types.int64):
             return None
         sig = _types.void(Minv, X, out, _types.intp, _types.intp, _types.intp, _types.intp, rows)
@@ -86,75 +98,65 @@ if HAVE_NUMBA:
             def at(aty, a, inds):
                 return _cgutils.get_item_pointer(context, builder, aty, a, inds)
 
+            def vec(ptr):
+                return builder.bitcast(ptr, _V4.as_pointer())
+
             def splat(x):
                 v = builder.insert_element(_ir.Constant(_V4, _ir.Undefined), x, _ir.Constant(_I32, 0))
-                return builder.shuffle_vector(v, v, _ir.Constant(_ir.VectorType(_I32, 4), [0] * 4))
+                return builder.shuffle_vector(v, v, _ir.Constant(_ir.VectorType(_I32, WIDTH), [0] * WIDTH))
 
-            zero = _ir.Constant(_V4, [0.0] * 4)
-            acc = [_cgutils.alloca_once_value(builder, zero) for _ in range(2 * h)]   # registers (mem2reg)
+            zero = _ir.Constant(_V4, [0.0] * WIDTH)
+            acc = [_cgutils.alloca_once_value(builder, zero) for _ in range(2 * height)]   # registers
             step = _ir.Constant(p0v.type, 1)
             with _cgutils.for_range_slice(builder, p0v, p1v, step, inc=True) as (p, _):
                 k = builder.load(at(rty, R, [p]))
-                xq = splat(builder.load(at(xty, Xa, [k, jq])))
-                xv = splat(builder.load(at(xty, Xa, [k, jv])))
-                mk = []
-                for t in range(h):                                   # Minv[k, i0+4t : i0+4t+4]
-                    ptr = at(mty, M, [k, builder.add(i0v, _ir.Constant(intp, 4 * t))])
-                    mk.append(builder.load(builder.bitcast(ptr, _V4.as_pointer()), align=8))
-                for a in range(2 * h):                               # acc[a]: column a // h, vector a % h
-                    x, m = (xq if a < h else xv), mk[a % h]
-                    prod = builder.fmul(x, m, flags=("contract",))
-                    builder.store(builder.fadd(builder.load(acc[a]), prod, flags=("contract",)), acc[a])
-            for a in range(2 * h):
-                v = builder.load(acc[a])
-                col = jq if a < h else jv
-                for w in range(4):
-                    x = builder.fneg(builder.extract_element(v, _ir.Constant(_I32, w)))
-                    row = builder.add(i0v, _ir.Constant(intp, 4 * (a % h) + w))
-                    builder.store(x, at(oty, O, [row, col]))
+                xq = builder.load(vec(at(xty, Xa, [k, jq])), align=8)        # X[k, j0:j0+4]
+                xv = builder.load(vec(at(xty, Xa, [k, jv])), align=8)        # X[k, nv+j0:nv+j0+4]
+                for r in range(height):                                      # Minv[k, i0 + r]
+                    m = splat(builder.load(at(mty, M, [k, builder.add(i0v, _ir.Constant(intp, r))])))
+                    for a, x in ((2 * r, xq), (2 * r + 1, xv)):
+                        prod = builder.fmul(x, m, flags=("contract",))
+                        builder.store(builder.fadd(builder.load(acc[a]), prod, flags=("contract",)), acc[a])
+            for r in range(height):
+                row = builder.add(i0v, _ir.Constant(intp, r))
+                for a, col in ((2 * r, jq), (2 * r + 1, jv)):
+                    builder.store(builder.fneg(builder.load(acc[a])), vec(at(oty, O, [row, col])), align=8)
             return context.get_dummy_value()
 
         return sig, codegen
 
     @_intrinsic
-    def neg_tile4(typingctx, Minv, X, out, j, i0, p0, p1, rows):
-        return _tile_typer(1, Minv, X, out, rows)
+    def neg_tile4(typingctx, Minv, X, out, j0, i0, p0, p1, rows):
+        return _tile_typer(4, Minv, X, out, rows)
 
     @_intrinsic
-    def neg_tile8(typingctx, Minv, X, out, j, i0, p0, p1, rows):
-        return _tile_typer(2, Minv, X, out, rows)
-
-    @_intrinsic
-    def neg_tile12(typingctx, Minv, X, out, j, i0, p0, p1, rows):
-        return _tile_typer(3, Minv, X, out, rows)
+    def neg_tile6(typingctx, Minv, X, out, j0, i0, p0, p1, rows):
+        return _tile_typer(6, Minv, X, out, rows)
 else:
-    neg_tile4, neg_tile8, neg_tile12 = _neg_tile_py(4), _neg_tile_py(8), _neg_tile_py(12)
+    neg_tile4, neg_tile6 = _neg_tile_py(4), _neg_tile_py(6)
 
 
 @njit
-def neg_minv_times(Minv, X, out, ptr, rows):
-    """out = -Minv X for X (nv, 2nv) whose columns j and j + nv are zero outside rows
-    rows[ptr[j]:ptr[j + 1]] (data.support_rows); Minv (nv, nv) symmetric. Every entry of out is
-    written: by tiles of 12 rows, then 8 and 4, and a last tile of 4 that overlaps the one
-    before. (Not inlined into the pipeline: inlined, numba's copy of it ran 2x slower.)"""
+def neg_minv_times(Minv, X, out, gstart, gptr, grows):
+    """out = -Minv X for X (nv, 2nv) whose columns j and j + nv are zero outside the rows of
+    data.support_rows; Minv (nv, nv) symmetric. Window g covers columns gstart[g]..gstart[g]+3
+    (all nv when nv < 4) and sums over rows grows[gptr[g]:gptr[g+1]] (data.column_groups).
+    Every entry of out is written: by tiles of 6 rows (4 when nv < 6), the last one overlapping
+    the one before. X and out with columns that are not contiguous take the plain loop. (Not
+    inlined into the pipeline: inlined, numba's copy of it ran 2x slower.)"""
     nv = Minv.shape[0]
+    ng = gstart.shape[0]
     if (X.shape[0] != nv or X.shape[1] != 2 * nv or out.shape[0] != nv or out.shape[1] != 2 * nv
-            or ptr.shape[0] != nv + 1):
-        raise ValueError("neg_minv_times: X, out or ptr does not match Minv's size")   # the tiles index unchecked
-    for j in range(nv):
-        p0, p1 = ptr[j], ptr[j + 1]
-        i0 = 0
-        while nv - i0 >= 12:
-            neg_tile12(Minv, X, out, j, i0, p0, p1, rows)
-            i0 += 12
-        if nv - i0 >= 8:
-            neg_tile8(Minv, X, out, j, i0, p0, p1, rows)
-            i0 += 8
-        if nv - i0 >= 4:
-            neg_tile4(Minv, X, out, j, i0, p0, p1, rows)
-            i0 += 4
-        if i0 < nv:
-            if nv >= 4:
-                neg_tile4(Minv, X, out, j, nv - 4, p0, p1, rows)
-            else:                     # (a robot with fewer than 4 joints)
-                _neg_tile_rows(Minv, X, out, j, i0, nv, p0, p1, rows)
+            or gptr.shape[0] != ng + 1 or Minv.shape[1] != nv):
+        raise ValueError("neg_minv_times: X, out or the windows do not match Minv's size")   # the tiles index unchecked
+    vectors = nv >= WIDTH and X.strides[1] == 8 and out.strides[1] == 8
+    for g in range(ng):
+        j0, p0, p1 = gstart[g], gptr[g], gptr[g + 1]
+        if not vectors:
+            _neg_block(Minv, X, out, j0, min(j0 + WIDTH, nv), 0, nv, p0, p1, grows)
+        elif nv >= 6:
+            for i0 in range(0, nv, 6):
+                neg_tile6(Minv, X, out, j0, min(i0, nv - 6), p0, p1, grows)
+        else:
+            for i0 in range(0, nv, 4):
+                neg_tile4(Minv, X, out, j0, min(i0, nv - 4), p0, p1, grows)
