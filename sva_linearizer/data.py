@@ -10,9 +10,9 @@ arrays costs ~0.2 us where forty cost ~5 us.
 Indexing (thesis): body 0 is the base, bodies k = 1..N are moved by joint k-1; lam[k] < k. Per-body
 arrays have N+1 rows (row 0 of the joint arrays is unused). Quantities are in body coordinates,
 linear-angular order. Shape symbols: nb = N+1 bodies, n = N joints, nv = n (+6 with a floating
-base), nx = 2 nv, nrng = the number of subtree index ranges, nsup = the number of entries of D's
-support (support_rows), summed over by the column windows of -Minv D (grp_rows), ngrp = the number
-of those windows (column_groups).
+base), nx = 2 nv, nrng = the number of subtree index ranges, ngrp = the number of -Minv D's column
+windows and nsup = the number of rows they sum over (grp_rows: the unions of their columns' supports
+in D; column_groups).
 """
 from __future__ import annotations
 
