@@ -122,7 +122,7 @@ def test_tiles_equal_the_dense_product(n):
 @pytest.mark.parametrize("name", ["ur5", "panda", "solo12", "g1_29dof", "icub", "talos_full"])
 def test_column_windows_cover_every_column_with_their_supports(name):
     """Every column lies in a window of 4 adjacent columns (all of them below 4) whose rows are
-    exactly the union of its columns' supports, ascending; the windows sum over fewer rows than
+    exactly the union of its columns' supports, ascending; the windows sum over no more rows than
     windows at multiples of 4 would."""
     model = load_robot(name)
     data = sl.Data(model)
