@@ -373,8 +373,11 @@ def support_rows(lam: np.ndarray, vidx: np.ndarray, nv: int) -> tuple[np.ndarray
     return ptr, rows
 
 
+COLUMN_WINDOW = 4   # columns of D per window of -Minv D: one vector of 4 doubles (sparse_product)
+
+
 def column_groups(ptr: np.ndarray, rows: np.ndarray,
-                  width: int = 4) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                  width: int = COLUMN_WINDOW) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(start, gptr, grows): windows of `width` adjacent columns of D that cover all nv of them
     (nv = len(ptr) - 1; one window of all nv when nv < width), window g being columns
     start[g]..start[g]+width-1 with the rows grows[gptr[g]:gptr[g+1]] (ascending): the union of
@@ -384,14 +387,12 @@ def column_groups(ptr: np.ndarray, rows: np.ndarray,
     own on the humanoids, against two fifths for windows at multiples of 4)."""
     nv = len(ptr) - 1
     sup = [rows[ptr[j]:ptr[j + 1]] for j in range(nv)]
-
-    def union(s):
-        return np.unique(np.concatenate(sup[s:s + width]))
-
+    # the rows of the window starting at each column that can start one (below width: all nv)
+    union = [np.unique(np.concatenate(sup[s:s + width])) for s in range(max(nv - width, 0) + 1)] if nv else []
     if nv <= width:
         starts = [0] if nv else []
     else:
-        cost = [len(union(s)) for s in range(nv - width + 1)]
+        cost = [len(u) for u in union]
         best = [0] + [None] * nv            # best[c]: least cost covering columns < c; how
         how = [None] * (nv + 1)
         for c in range(nv):
@@ -406,7 +407,7 @@ def column_groups(ptr: np.ndarray, rows: np.ndarray,
             e, s = how[e]
             starts.append(s)
         starts.reverse()
-    unions = [union(s) for s in starts]
+    unions = [union[s] for s in starts]
     gptr = np.zeros(len(starts) + 1, dtype=np.int64)
     gptr[1:] = np.cumsum([len(u) for u in unions])
     grows = np.concatenate(unions).astype(np.int64) if unions else np.zeros(0, dtype=np.int64)

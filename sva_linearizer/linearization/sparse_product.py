@@ -33,8 +33,7 @@ on 9 robots with and without contacts).
 from __future__ import annotations
 
 from .._jit import HAVE_NUMBA, njit
-
-WIDTH = 4     # columns of D_q (and of D_nu) per window: one vector of 4 doubles
+from ..data import COLUMN_WINDOW as WIDTH    # columns of D_q (and of D_nu) per window
 
 
 @njit(inline="always")
