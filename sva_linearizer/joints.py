@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._jit import real_array
 from .spatial import crm, rot_axis_angle, xform
 
 REVOLUTE, PRISMATIC, HELICAL, CUSTOM = 0, 1, 2, 3
@@ -16,7 +17,7 @@ _KIND_NAMES = {REVOLUTE: "revolute", PRISMATIC: "prismatic", HELICAL: "helical",
 
 
 def _unit_axis(axis):
-    a = np.asarray(axis, dtype=float).reshape(-1)
+    a = real_array(axis, "joint axis").reshape(-1)
     if a.shape != (3,) or not np.all(np.isfinite(a)):
         raise ValueError(f"joint axis must be 3 finite numbers, got {axis!r}")
     n = np.linalg.norm(a)

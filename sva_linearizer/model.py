@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._jit import real_array
 from .joints import CUSTOM, Joint
 from .spatial import inertia_params, placement_to_xform, spatial_inertia
 
@@ -24,8 +25,8 @@ class Inertia:
     I_com: object = None
 
     def matrix(self):
-        I_com = np.zeros((3, 3)) if self.I_com is None else np.asarray(self.I_com, dtype=float)
-        return spatial_inertia(float(self.mass), np.asarray(self.com, dtype=float), I_com)
+        I_com = np.zeros((3, 3)) if self.I_com is None else real_array(self.I_com, "Inertia: I_com")
+        return spatial_inertia(float(self.mass), real_array(self.com, "Inertia: com"), I_com)
 
 
 @dataclass
@@ -60,7 +61,7 @@ def _as_inertia_matrix(inertia, what):
     elif inertia is None:
         M = np.zeros((6, 6))
     else:
-        M = np.asarray(inertia, dtype=float)
+        M = real_array(inertia, f"{what}: inertia")
         if M.shape != (6, 6):
             raise ValueError(f"{what}: inertia must be a 6x6 matrix or an sl.Inertia, got shape {M.shape}")
     if not np.all(np.isfinite(M)):
@@ -113,7 +114,7 @@ class Model:
     """
 
     def __init__(self, floating_base=True, gravity=(0.0, 0.0, -9.81), name="robot"):
-        g = np.asarray(gravity, dtype=float).reshape(-1)
+        g = real_array(gravity, "gravity").reshape(-1)
         if g.shape != (3,) or not np.all(np.isfinite(g)):
             raise ValueError(f"gravity must be 3 finite numbers, got {gravity!r}")
         self.name = name
@@ -157,8 +158,8 @@ class Model:
             R, p = np.eye(3), np.zeros(3)
         else:
             R, p = placement
-            R = np.asarray(R, dtype=float)
-            p = np.asarray(p, dtype=float).reshape(-1)
+            R = real_array(R, f"body '{name}': placement rotation")
+            p = real_array(p, f"body '{name}': placement position").reshape(-1)
             if R.shape != (3, 3) or p.shape != (3,) or not (np.all(np.isfinite(R)) and np.all(np.isfinite(p))):
                 raise ValueError(f"body '{name}': placement must be (3x3 rotation, 3-vector) of finite numbers")
             if np.max(np.abs(R @ R.T - np.eye(3))) > 1e-6 or np.linalg.det(R) < 0:
@@ -178,8 +179,8 @@ class Model:
         if body is not None and body != self.base_name and body not in self._index:
             raise ValueError(f"frame '{name}': body '{body}' is not in the model")
         R, p = (np.eye(3), np.zeros(3)) if placement is None else placement
-        R = np.asarray(R, dtype=float)
-        p = np.asarray(p, dtype=float).reshape(-1)
+        R = real_array(R, f"frame '{name}': placement rotation")
+        p = real_array(p, f"frame '{name}': placement position").reshape(-1)
         if R.shape != (3, 3) or p.shape != (3,) or not (np.all(np.isfinite(R)) and np.all(np.isfinite(p))) \
                 or np.max(np.abs(R @ R.T - np.eye(3))) > 1e-6 or np.linalg.det(R) < 0:
             raise ValueError(f"frame '{name}': placement must be (3x3 rotation, 3-vector) of finite numbers")

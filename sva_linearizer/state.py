@@ -6,7 +6,7 @@ import math
 import numpy as np
 
 from ._jit import _done as _compiled_groups  # the groups ensure_compiled has seen to
-from ._jit import direct, ensure_compiled, kernel_array, njit
+from ._jit import direct, ensure_compiled, kernel_array, njit, real_array
 from .spatial import matrix_to_quat, quat_to_matrix
 
 QUATERNION_TOLERANCE = 1e-6  # |norm - 1| up to this is normalised silently; beyond it is an error
@@ -15,8 +15,10 @@ QUATERNION_TOLERANCE = 1e-6  # |norm - 1| up to this is normalised silently; bey
 def as_vector(name, x, size):
     """x as a finite, contiguous float vector of the given size, or a ValueError naming the problem."""
     try:
-        arr = kernel_array(x)
-    except (TypeError, ValueError):
+        arr = kernel_array(x, name)
+    except (TypeError, ValueError) as e:
+        if str(e).startswith(name + ":"):     # real_array's error, naming the argument
+            raise
         raise ValueError(f"{name}: expected {size} numbers, got {type(x).__name__}") from None
     if arr.ndim == 2 and 1 in arr.shape:  # a row or column vector
         arr = arr.reshape(-1)
@@ -62,7 +64,7 @@ class State:
         s = np.zeros(nj) if s is None else as_vector("joint positions s", s, nj)
         r = np.zeros(nj) if r is None else as_vector("joint velocities r", r, nj)
         if self.floating_base:
-            R = np.eye(3) if R is None else np.asarray(R, dtype=float)
+            R = np.eye(3) if R is None else real_array(R, "base rotation R")
             if R.shape != (3, 3) or not np.all(np.isfinite(R)):
                 raise ValueError("base rotation R: expected a finite 3x3 matrix")
             if np.max(np.abs(R.T @ R - np.eye(3))) > 1e-6 or np.linalg.det(R) < 0:

@@ -17,7 +17,8 @@ from ..data import kernel, views
 from ..spatial_ops import cross_f, cross_m, dot6, inv_spd6, mv, mv_add, s_dot, xmv, xt_add
 from ..state import as_vector, input_error
 from .articulated import articulated_step, init_articulated, pivot_tolerance
-from .common import BAD_INPUT, BASE_SINGULAR, setup, singular_mass_matrix_error
+from .common import (ABAMB_STEPS, BAD_INPUT, BASE_SINGULAR, finite_result, setup,
+                     singular_mass_matrix_error)
 from .kinematics import prepare
 
 
@@ -103,5 +104,8 @@ def forward_dynamics(model: Model, state: State, tau: ArrayLike, data: Data | No
     if status != 0:
         raise singular_mass_matrix_error(model, status, d)
     if model.floating_base:
-        return np.concatenate([d.a[0] - d.g0, d.rdd])  # remove the gravity term a_0^r
-    return d.rdd.copy()
+        nu_dot = np.concatenate([d.a[0] - d.g0, d.rdd])  # remove the gravity term a_0^r
+    else:
+        nu_dot = d.rdd.copy()
+    return finite_result(model, d, "forward_dynamics", ABAMB_STEPS, "the acceleration nu_dot", nu_dot,
+                         q=state.q, v=state.v, tau=tau)

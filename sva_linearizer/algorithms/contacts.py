@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 
 from ..spatial import crm, se3_log
-from .._jit import carve_view, njit
+from .._jit import carve_view, njit, real_array
 from ..data import kernel, views
 from .frames import frame_motion, frame_pose, frame_pose_c, frame_ref
 
@@ -65,7 +65,7 @@ class Contact:
             raise ValueError(f"Contact on '{frame}': kind must be one of {KINDS}, got {kind!r}")
         if reference not in REFERENCES:
             raise ValueError(f"Contact on '{frame}': reference must be one of {REFERENCES}, got {reference!r}")
-        off = np.asarray(offset, dtype=float).reshape(-1) if np.size(offset) == 3 else None
+        off = real_array(offset, f"Contact on '{frame}': offset").reshape(-1) if np.size(offset) == 3 else None
         if off is None or not np.all(np.isfinite(off)):
             raise ValueError(f"Contact on '{frame}': offset must be 3 finite numbers, got {offset!r}")
         try:
@@ -97,11 +97,11 @@ class Contact:
 def _anchor(anchor, frame, kind):
     try:
         if kind == "point" and not (isinstance(anchor, (tuple, list)) and len(anchor) == 2):
-            R, p = np.eye(3), np.asarray(anchor, dtype=float).reshape(3)
+            R, p = np.eye(3), real_array(anchor, f"Contact on '{frame}': anchor").reshape(3)
         else:
             R, p = anchor
-            R = np.asarray(R, dtype=float).reshape(3, 3)
-            p = np.asarray(p, dtype=float).reshape(3)
+            R = real_array(R, f"Contact on '{frame}': anchor rotation").reshape(3, 3)
+            p = real_array(p, f"Contact on '{frame}': anchor position").reshape(3)
     except (TypeError, ValueError):
         raise ValueError(f"Contact on '{frame}': anchor must be (R, p) (or, for a point, p), "
                          f"got {anchor!r}") from None
@@ -140,7 +140,7 @@ def check_forces(model: Model, forces) -> tuple[list, np.ndarray]:
         except (TypeError, ValueError):
             raise ValueError(f"forces[{i}] must be a pair (sl.Contact, force)") from None
         pairs.append(c)
-        f = np.asarray(f, dtype=float).reshape(-1)
+        f = real_array(f, f"forces[{i}]").reshape(-1)
         if f.shape != (c.dim if isinstance(c, Contact) else -1,) or not np.all(np.isfinite(f)):
             raise ValueError(f"forces[{i}] on {getattr(c, 'frame', c)!r}: the force must be "
                              f"{getattr(c, 'dim', '3 or 6')} finite numbers ({getattr(c, 'kind', '?')} "

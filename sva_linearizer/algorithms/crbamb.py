@@ -15,7 +15,7 @@ from .._jit import njit
 from ..data import kernel, views
 from ..spatial_ops import congruence_add, dot6, mv, xt_add
 from ..state import input_error
-from .common import BAD_INPUT, setup
+from .common import BAD_INPUT, KINEMATICS_STEPS, finite_result, setup
 from .kinematics import prepare
 
 
@@ -67,4 +67,4 @@ def mass_matrix(model: Model, state: State, data: Data | None = None) -> np.ndar
     M = np.zeros((model.nv, model.nv))
     if crbamb_entry(d.ib, d.fb, state.q, state.v, M) == BAD_INPUT:
         raise input_error(model, state.q, state.v)
-    return M
+    return finite_result(model, d, "mass_matrix", KINEMATICS_STEPS[:1], "M", M, q=state.q)

@@ -17,7 +17,7 @@ from .._jit import njit
 from ..data import kernel, views
 from ..spatial_ops import cross_f, cross_m, mv_r, s_dot, xmv_s, xt_add_s
 from ..state import as_vector
-from .common import BAD_INPUT, setup
+from .common import BAD_INPUT, EIDAMB_STEPS, finite_result, setup
 from .kinematics import prepare
 
 
@@ -101,7 +101,16 @@ def extended_inverse_dynamics(model: Model, state: State, nu_dot: ArrayLike,
     """EIDAmb (Table 4.1): [tau_b (6); tau] = M nu_dot + h (floating base), tau (fixed base).
 
     tau_b is the wrench the base would need (zero when nu_dot is consistent with tau)."""
+    return eidamb_forces(model, state, nu_dot, data, "extended_inverse_dynamics")
+
+
+def eidamb_forces(model: Model, state: State, nu_dot: ArrayLike, data: Data | None,
+                  algorithm: str) -> np.ndarray:
+    """extended_inverse_dynamics for the public function named `algorithm` (its errors name it)."""
     d = run_eidamb(model, state, nu_dot, data)
     if model.floating_base:
-        return np.concatenate([d.f[0], d.tau_id[6:]])
-    return d.tau_id.copy()
+        out = np.concatenate([d.f[0], d.tau_id[6:]])
+    else:
+        out = d.tau_id.copy()
+    return finite_result(model, d, algorithm, EIDAMB_STEPS, "the generalised forces", out,
+                         q=state.q, v=state.v, nu_dot=nu_dot)

@@ -30,6 +30,7 @@ from ..data import kernel, views
 from ..spatial import crm, xform
 from ..spatial_ops import (congruence_add, cross_f, cross_f6, cross_m, dot6, m_s, mv_add_r, mv_r,
                            rigid_congruence_add_s, s_dot, two_b_sym_rigid, xt_add_s, xtf_rows_s)
+from .common import EIDAMB_STEPS, finite_result
 from .eidamb import run_eidamb
 
 BASE_VELOCITY_FRAMES = ("body", "inertial")
@@ -216,4 +217,5 @@ def extended_inverse_dynamics_derivatives(model: Model, state: State, nu_dot: Ar
         X0A = xform(state.R.T, -state.R.T @ state.p)  # ^0X_A
         D_nu[:, 0:6] = Dv @ X0A
         D_q[:, 0:6] += Dv @ crm(state.v_base)         # Prop. 4.1 (4.21): d(^0X_A ^Av)/dH = v x
-    return D_q, D_nu
+    return finite_result(model, d, "extended_inverse_dynamics_derivatives", EIDAMB_STEPS,
+                         "the derivatives D_q, D_nu", (D_q, D_nu), q=state.q, v=state.v, nu_dot=nu_dot)

@@ -25,7 +25,7 @@ from .._jit import ensure_compiled, kernel_array, njit
 from ..data import views
 from ..spatial import placement_to_xform
 from ..spatial_ops import xmv
-from .common import setup
+from .common import KINEMATICS_STEPS, finite_result, setup
 
 if TYPE_CHECKING:
     from ..model import Model
@@ -333,7 +333,8 @@ def frame_placement(model: Model, state: State, frame: str, data=None) -> tuple[
     fr = frame_ref(model, frame)
     d = _run_kinematics(model, state, data)
     R, p = frame_pose(d, state, fr)
-    return R, p
+    return finite_result(model, d, "frame_placement", KINEMATICS_STEPS[:1], "the placement", (R, p),
+                         q=state.q)
 
 
 def frame_jacobian(model: Model, state: State, frame: str, reference: str = "local",
@@ -348,7 +349,7 @@ def frame_jacobian(model: Model, state: State, frame: str, reference: str = "loc
     if reference == "world_aligned":
         R = frame_pose(d, state, fr)[0]
         J = np.vstack([R @ J[0:3], R @ J[3:6]])
-    return J
+    return finite_result(model, d, "frame_jacobian", KINEMATICS_STEPS[:1], "the Jacobian", J, q=state.q)
 
 
 def frame_velocity(model: Model, state: State, frame: str, reference: str = "local",
@@ -361,4 +362,5 @@ def frame_velocity(model: Model, state: State, frame: str, reference: str = "loc
     if reference == "world_aligned":
         R = frame_pose(d, state, fr)[0]
         vf = np.concatenate([R @ vf[0:3], R @ vf[3:6]])
-    return vf
+    return finite_result(model, d, "frame_velocity", KINEMATICS_STEPS, "the frame's twist", vf,
+                         q=state.q, v=state.v)

@@ -16,7 +16,8 @@ from ..data import kernel, views
 from ..spatial_ops import axis_blocks, inv_spd6, xblocks, xm_axis6, xt6, xt_add_s, xt_axis6
 from ..state import input_error
 from .articulated import articulated_step, init_articulated, pivot_tolerance
-from .common import BAD_INPUT, BASE_SINGULAR, setup, singular_mass_matrix_error
+from .common import (BAD_INPUT, BASE_SINGULAR, KINEMATICS_STEPS, finite_result, setup,
+                     singular_mass_matrix_error)
 from .kinematics import prepare
 
 
@@ -259,6 +260,8 @@ def inverse_mass_matrix(model: Model, state: State, out: np.ndarray | None = Non
         raise input_error(model, state.q, state.v)
     if status != 0:
         raise singular_mass_matrix_error(model, status, d)
+    finite_result(model, d, "inverse_mass_matrix", KINEMATICS_STEPS[:1],
+                  "M^-1 (the mass matrix is nearly singular at this state)", d.Minv, q=state.q)
     if out is None:
         return d.Minv.copy()
     out[...] = d.Minv

@@ -24,7 +24,7 @@ from numpy.typing import ArrayLike
 if TYPE_CHECKING:
     from ..model import Model
 
-from .._jit import HAVE_NUMBA, borrow, ensure_compiled, kernel_array, njit
+from .._jit import HAVE_NUMBA, borrow, ensure_compiled, kernel_array, njit, real_array
 from ..data import check_fits, get_data, views
 from .continuous import _out_arrays, linearize, linearize_entry, linearize_state, status_error
 from .discrete import check_dt
@@ -89,8 +89,10 @@ def _batch_arrays(model, q_batch, v_batch, tau_batch):
     arrs = []
     for name, X in (("q", q_batch), ("v", v_batch), ("tau", tau_batch)):
         try:
-            arrs.append(kernel_array(X))
-        except (TypeError, ValueError):
+            arrs.append(kernel_array(X, f"linearize_batch: {name}"))
+        except (TypeError, ValueError) as e:
+            if str(e).startswith("linearize_batch:"):
+                raise
             raise ValueError(f"linearize_batch: {name} must be an (N, size) array of numbers") from None
     Q, V, T = arrs
     if Q.ndim != 2 or V.ndim != 2 or T.ndim != 2:
@@ -187,7 +189,7 @@ def _batch_contacts(model, Q, V, T, dt, out, contacts, forces):
     nv, nj = model.nv, model.nj
     per_state = []
     for c, F in (forces or []):
-        F = np.asarray(F, dtype=float)
+        F = real_array(F, f"linearize_batch: the force on {getattr(c, 'frame', c)!r}")
         if F.ndim == 2 and F.shape[0] != N:
             raise ValueError(f"linearize_batch: the force on {getattr(c, 'frame', c)!r} has {F.shape[0]} "
                              f"rows for {N} states")

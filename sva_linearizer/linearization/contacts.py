@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .._jit import borrow, carve_view, ensure_compiled, njit
-from ..algorithms.common import BAD_INPUT, NOT_FINITE, not_finite, singular_mass_matrix_error
+from .._jit import borrow, carve_view, ensure_compiled, njit, real_array
+from ..algorithms.common import (ABAMB_STEPS, BAD_INPUT, NOT_FINITE, finite_result, not_finite,
+                                 singular_mass_matrix_error)
 from ..algorithms.contacts import (Contact, ContactSet, check_contacts, check_forces, delassus_inverse,
                                    set_gather, set_rows, set_wrench)
 from ..algorithms.eidamb import eidamb_entry
@@ -377,7 +378,7 @@ class ContactPlan:
         parts = []
         for (_, f), dim in zip(fpairs, self.dims):
             try:
-                f = np.asarray(f, dtype=float).reshape(-1)
+                f = real_array(f).reshape(-1)
             except (TypeError, ValueError):
                 return None
             if f.shape[0] != dim:
@@ -563,6 +564,9 @@ def forward_dynamics_contacts(model: Model, state: State, tau: np.ndarray, conta
                               data=None):
     """nu_dot with rigid contacts and/or input forces; with contacts (nu_dot, forces)."""
     nu, _, _, _, _, lam, _, _ = run_contacts(model, state, tau, contacts, forces, data, False)
+    finite_result(model, get_data(model, data) if data is not None else None, "forward_dynamics",
+                  ABAMB_STEPS, "the result (nu_dot and the contact forces)", (nu, lam),
+                  q=state.q, v=state.v, tau=tau)
     nu = nu.copy() if data is not None else nu
     if contacts:
         return nu, (lam.copy() if data is not None else lam)

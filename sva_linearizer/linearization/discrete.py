@@ -18,7 +18,8 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._jit import kernel_array, njit
+from .._jit import kernel_array, njit, real_array
+from ..algorithms.common import all_finite
 
 
 @njit(inline="always")
@@ -142,10 +143,10 @@ def discrete_step(A, B, dt, nb6, E, J, Ad, Bd):
 
 def check_dt(dt) -> float:
     """dt as a positive finite float, or a ValueError."""
-    if isinstance(dt, bool):
+    if isinstance(dt, (bool, str, bytes)):
         raise ValueError(f"dt must be a positive number of seconds, got {dt!r}")
     try:
-        dt = float(dt)
+        dt = float(real_array(dt, "dt").reshape(()))
     except (TypeError, ValueError):
         raise ValueError(f"dt must be a positive number of seconds, got {dt!r}") from None
     if not (math.isfinite(dt) and dt > 0):
@@ -160,8 +161,8 @@ def discretize(A: ArrayLike, B: ArrayLike, dt: float,
     the velocity update, v + dt v_dot, (..., 6): required for a floating base (an A whose z_H block
     -ad(v) is not zero without it is refused); None for a fixed base."""
     dt = check_dt(dt)
-    A = np.asarray(A, dtype=float)
-    B = np.asarray(B, dtype=float)
+    A = real_array(A, "discretize: A")
+    B = real_array(B, "discretize: B")
     if A.ndim < 2 or A.shape[-1] != A.shape[-2] or A.shape[-1] % 2:
         raise ValueError(f"discretize: A must be (..., 2nv, 2nv), got shape {A.shape}")
     if B.shape[:-1] != A.shape[:-1]:
@@ -174,7 +175,7 @@ def discretize(A: ArrayLike, B: ArrayLike, dt: float,
             raise ValueError("discretize: A has a non-zero z_q block (-ad(v) of a floating base): "
                              "pass v_plus, the base twist after the velocity update")
     else:
-        v_plus = np.asarray(v_plus, dtype=float)
+        v_plus = real_array(v_plus, "discretize: v_plus")
         if v_plus.shape != lead + (6,):
             raise ValueError(f"discretize: v_plus must have shape {lead + (6,)}, got {v_plus.shape}")
         if A.shape[-1] < 12:
@@ -193,4 +194,7 @@ def discretize(A: ArrayLike, B: ArrayLike, dt: float,
             se3_step_jacobians(kernel_array(dt * V2[i]), E, J, M3)
         discrete_step(kernel_array(A2[i]), kernel_array(B2[i]), dt,
                       0 if V2 is None else 6, E, J, Ad2[i], Bd2[i])
+    if not (all_finite(Ad) and all_finite(Bd)):
+        raise ValueError("discretize overflowed float64: Ad or Bd is not finite (dt x A is too large: "
+                         f"dt = {dt:g}, largest |entry| of A: {np.max(np.abs(A)):.3g})")
     return Ad, Bd

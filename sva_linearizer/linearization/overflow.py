@@ -8,30 +8,14 @@ from __future__ import annotations
 
 import numpy as np
 
-
-def _first_bad_body(model, arr):
-    """Name of the first body (base or joint's) whose row of a per-body array is not finite."""
-    for k in range(arr.shape[0]):
-        if not np.all(np.isfinite(arr[k])):
-            return "the base" if k == 0 else f"body '{model.joint_names[k - 1]}'"
-    return None
+from ..algorithms.common import EIDAMB_STEPS, first_overflow, largest_inputs
 
 
 def overflow_error(model, d, q, v, tau, A, B) -> ValueError:
-    big = max(float(np.max(np.abs(q), initial=0.0)), float(np.max(np.abs(v), initial=0.0)),
-              float(np.max(np.abs(tau), initial=0.0)))
-    inputs = f"(largest |entry| of q, v, tau: {big:.3g})"
-    steps = (
-        (d.Xup, "the joint transforms", "a joint position or a placement is too large"),
-        (d.v, "the body twists", f"the velocities are too large {inputs}"),
-        (d.hv, "the body momenta", f"the velocities are too large {inputs}"),
-        (d.f, "the inverse-dynamics forces", f"the state or the torques are too large {inputs}"),
-    )
-    for arr, what, why in steps:
-        where = _first_bad_body(model, arr)
-        if where is not None:
-            return ValueError(f"the linearization overflowed float64: {what} of {where} are not "
-                              f"finite: {why}")
+    inputs = largest_inputs(q=q, v=v, tau=tau)
+    found = first_overflow(model, d, EIDAMB_STEPS)
+    if found is not None:
+        return ValueError(f"the linearization overflowed float64: {found} {inputs}")
     for arr, what in ((d.Minv, "M^-1 (the mass matrix is nearly singular at this state)"),
                       (d.nu_dot, f"the acceleration nu_dot {inputs}"),
                       (d.D, f"the inverse-dynamics derivatives {inputs}"),
