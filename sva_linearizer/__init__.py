@@ -18,6 +18,7 @@ from .joints import Joint
 from .linearization import Linearization, discretize, linearize, linearize_batch, linearize_flat
 from .model import Inertia, Model
 from .state import State
+from . import warmup as _warmup   # registers the compiler of the kernels (a cold group compiles in the background)
 
 __version__ = "0.1.0"
 

@@ -5,10 +5,15 @@ memory. Absolute times on shared machines are noise; the ratios measured in one 
 ours and Pinocchio take turns within every timing run, and the ratio is the median of the runs'
 ratios (the medians of the times are printed too).
 
-What is timed (both sides from the same flat vectors q, v, tau):
-  ours, one state   State.from_vectors + linearize(model, state, tau, data=Data) -> A, B
-  ours, lean        linearize_flat(model, q, v, tau, data) -> A, B (the control-loop path)
-  Pinocchio         computeABADerivatives + assembling A, B from its ddq_dq, ddq_dv, Minv (numpy)
+What is timed (both sides from the same flat vectors q, v, tau), like against like:
+  ours, lean        linearize_flat(model, q, v, tau, data) -> A, B (the control-loop path), against
+  Pinocchio, prealloc  computeABADerivatives on a preallocated [0; tau], then its ddq_dq, ddq_dv
+                    and Minv copied into preallocated A, B (-ad(v) written by index; no object
+                    built per call): Pinocchio as a careful Python user calls it;
+  ours, State+Data  State.from_vectors + linearize(model, state, tau, data=Data), against the same;
+  ours, default     State.from_vectors + linearize(model, state, tau) (fresh arrays), against
+  Pinocchio, alloc  computeABADerivatives on np.concatenate([0, tau]), A, B allocated per call
+                    and -ad(v) from pin.Motion(v).action: the plain way to write it.
   ours, batch       linearize_batch(model, Q, V, TAU) / N (worker threads; "1 thr": on one thread)
   Pinocchio, batch  the one-state call in a Python loop / N (it has no batched API), each
                     state's A, B assembled into (N, ...) arrays allocated per call, as ours
@@ -114,17 +119,53 @@ def bench_robot(name, batch=128, repeat=15, number=20, seed=0):
     def theirs():
         return pin_linearize(q, v, tau)
 
+    # Pinocchio as a careful user calls it: every buffer preallocated, the constant blocks of A
+    # written once, -ad(v) = -[[w^, v^], [0, w^]] by index from v (no object per call)
+    tau_full = np.zeros(nv)
+    PA, PB = np.zeros((2 * nv, 2 * nv)), np.zeros((2 * nv, nj))
+    PA[:nv, nv:] = eye
+    ad_rows, ad_cols, ad_src, ad_sign = [], [], [], []
+    for blk_r, blk_c, src in ((0, 0, 3), (0, 3, 0), (3, 3, 3)):      # w^, v^, w^
+        for (i, j, k, sg) in ((0, 1, 2, -1.0), (0, 2, 1, 1.0), (1, 0, 2, 1.0), (1, 2, 0, -1.0),
+                              (2, 0, 1, -1.0), (2, 1, 0, 1.0)):      # x^[i, j] = sg * x[k]
+            ad_rows.append(blk_r + i)
+            ad_cols.append(blk_c + j)
+            ad_src.append(src + k)
+            ad_sign.append(-sg)                                      # -ad(v)
+    ad_idx = np.array(ad_rows) * (2 * nv) + np.array(ad_cols)
+    ad_src, ad_sign = np.array(ad_src), np.array(ad_sign)
+    PAf = PA.reshape(-1)
+
+    def pin_prealloc():
+        tau_full[off:] = tau
+        pin.computeABADerivatives(pm, pd, q, v, tau_full)
+        if off:
+            PAf[ad_idx] = ad_sign * v[ad_src]
+        PA[nv:, :nv] = pd.ddq_dq
+        PA[nv:, nv:] = pd.ddq_dv
+        PB[nv:] = pd.Minv[:, off:]
+        return PA, PB
+
+    def ours_default():
+        return sl.linearize(model, sl.State.from_vectors(model, q, v), tau)
+
     lin = ours()
     A_p, B_p = theirs()
     err = max(float(np.max(np.abs(lin.A - A_p)) / np.mean(np.abs(A_p))),
               float(np.max(np.abs(lin.B - B_p)) / np.mean(np.abs(B_p))))
+    A_pp, B_pp = pin_prealloc()
+    if not (np.array_equal(A_pp, A_p) and np.array_equal(B_pp, B_p)):
+        raise RuntimeError("bench: Pinocchio's preallocated assembly differs from its plain one")
     sl.linearize_batch(model, Q, V, T)   # compile / warm up
     def lean():
         return sl.linearize_flat(model, q, v, tau, data)
 
-    t_ours, t_lean, t_pin = _timings_us([ours, lean, theirs], repeat, number)
-    single_ours, single_pin, single_ratio = _medians_and_ratio(t_ours, t_pin)
-    lean_ratio = float(np.median(t_lean / t_pin))
+    ours_default()
+    t_ours, t_lean, t_default, t_pin, t_pre = _timings_us(
+        [ours, lean, ours_default, theirs, pin_prealloc], repeat, number)
+    single_ours, single_pin, single_ratio = _medians_and_ratio(t_ours, t_pre)
+    lean_ratio = float(np.median(t_lean / t_pre))
+    default_ratio = float(np.median(t_default / t_pin))
 
     def ours_batch():
         sl.linearize_batch(model, Q, V, T)
@@ -167,6 +208,8 @@ def bench_robot(name, batch=128, repeat=15, number=20, seed=0):
     return {"robot": name, "nv": nv, "e_max_vs_pinocchio": err,
             "single_ours_us": single_ours, "single_pin_us": single_pin,
             "single_ratio": single_ratio, "lean_ratio": lean_ratio,
+            "lean_us": float(np.median(t_lean)), "default_us": float(np.median(t_default)),
+            "pin_alloc_us": float(np.median(t_pin)), "default_ratio": default_ratio,
             "batch": batch, "batch_ours_us": batch_ours, "batch_pin_us": batch_pin,
             "batch_ratio": batch_ratio, "batch_1thread_ratio": batch1_ratio,
             "dt_over_continuous": dt_ratio}
@@ -379,8 +422,9 @@ def startup(name, side="ours", cold=False, timeout=900):
     floating = default_floating_base(name)
     env = dict(os.environ)
     with tempfile.TemporaryDirectory() as tmp:
-        if cold:
-            env["NUMBA_CACHE_DIR"] = tmp
+        if cold:       # the first answer from an empty cache: the plain-Python kernels (its
+            env["NUMBA_CACHE_DIR"] = tmp      # background compile not started: it would outlive tmp)
+            env["SVA_LINEARIZER_COMPILE"] = "never"
         out = subprocess.run([sys.executable, "-c", _STARTUP, side, name, str(robot_urdf_path(name)),
                               "1" if floating else "0"], env=env,
                              capture_output=True, text=True, timeout=timeout)
@@ -402,7 +446,8 @@ def run(robots=DEFAULT_ROBOTS, batch=128, repeat=15, number=20, cold=True, out=p
     out(machine_line())   # (the ratios depend on the CPU: say which)
     out(f"sva_linearizer vs Pinocchio, same random states, one process; batch of {batch} on "
         f"{num_threads()} thread(s); medians of {repeat} runs, ours and Pinocchio taking turns; ratio = median of the runs' ratios")
-    hdr = (f"{'robot':<10} {'nv':>3} | {'one state: ours':>15} {'pin':>7} {'ratio':>6} {'lean':>6} | "
+    hdr = (f"{'robot':<10} {'nv':>3} | {'lean':>7} {'pin pre':>7} {'ratio':>6} | {'State+Data':>10} "
+           f"{'ratio':>6} | {'default':>7} {'pin alloc':>9} {'ratio':>6} | "
            f"{'batch/state: ours':>17} {'pin':>7} {'ratio':>6} {'1 thr':>6} | {'dt':>5} | {'1st call warm':>13} "
            f"{'cold':>7} {'pin':>7} | {'peak RSS MB ours':>16} {'pin':>5} | e_max")
     out(hdr)
@@ -418,15 +463,19 @@ def run(robots=DEFAULT_ROBOTS, batch=128, repeat=15, number=20, cold=True, out=p
         r["first_call_pin_s"] = pin_start["first_call_s"]
         r["first_call_cold_s"] = startup(name, "ours", cold=True)["first_call_s"] if cold else float("nan")
         rows.append(r)
-        out(f"{name:<10} {r['nv']:>3} | {r['single_ours_us']:>12.1f} us {r['single_pin_us']:>7.1f} "
-            f"{r['single_ratio']:>5.2f}x {r['lean_ratio']:>5.2f}x | {r['batch_ours_us']:>14.1f} us {r['batch_pin_us']:>7.1f} "
+        out(f"{name:<10} {r['nv']:>3} | {r['lean_us']:>7.1f} {r['single_pin_us']:>7.1f} {r['lean_ratio']:>5.2f}x | "
+            f"{r['single_ours_us']:>10.1f} {r['single_ratio']:>5.2f}x | {r['default_us']:>7.1f} "
+            f"{r['pin_alloc_us']:>9.1f} {r['default_ratio']:>5.2f}x | "
+            f"{r['batch_ours_us']:>14.1f} us {r['batch_pin_us']:>7.1f} "
             f"{r['batch_ratio']:>5.2f}x {r['batch_1thread_ratio']:>5.2f}x | {r['dt_over_continuous']:>4.2f}x | "
             f"{r['first_call_warm_s']:>11.3f} s {r['first_call_cold_s']:>5.1f} s "
             f"{r['first_call_pin_s']:>5.4f} s | {r['peak_rss_ours_mb']:>16.0f} {r['peak_rss_pin_mb']:>5.0f} | "
             f"{r['e_max_vs_pinocchio']:.1e}")
-    out("one state: from flat vectors to A and B (ours: State.from_vectors + linearize with a "
-        "reused Data; lean: linearize_flat(model, q, v, tau, data), no State or result object; "
-        "Pinocchio: computeABADerivatives + assembling A, B). batch/state: "
+    out("one state, from flat vectors to A and B, in us: lean = linearize_flat(model, q, v, tau, data) "
+        "against pin pre = computeABADerivatives into preallocated buffers and A, B; State+Data = "
+        "State.from_vectors + linearize(..., data=) against pin pre; default = State.from_vectors + "
+        "linearize(model, state, tau) against pin alloc = the same Pinocchio call with tau "
+        "concatenated and A, B allocated per call. batch/state: "
         "linearize_batch / N vs Pinocchio in a Python loop / N that keeps each A, B in (N, ...) "
         "arrays as ours does (1 thr: the batch on one thread). "
         "dt: one state with dt (A, B and Ad, Bd) over one state without. 1st call: in a fresh process, "

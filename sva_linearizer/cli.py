@@ -148,13 +148,10 @@ def _check_out_path(path):
 
 def cmd_linearize(args):
     import sva_linearizer as sl
-    from ._jit import ensure_compiled
+    from ._jit import HAVE_NUMBA, group_state
 
     out_path = _check_out_path(args.out) if args.out is not None else None
     _check_source(args)
-    t = time.perf_counter()
-    ensure_compiled()  # a cold cache: say so and compile (once per machine); else nothing
-    t_compile = time.perf_counter() - t
     t0 = time.perf_counter()
     model = _load_model(args)
     nq, nv, nj = model.nq, model.nv, model.nj
@@ -187,8 +184,13 @@ def cmd_linearize(args):
     print(f"A          {lin.A.shape[0]} x {lin.A.shape[1]}    B  {lin.B.shape[0]} x {lin.B.shape[1]}")
     print(f"cond(M)    {np.linalg.cond(M):.4g}")
     print("eig(A)     largest real parts: " + ", ".join(f"{e.real:.4g}{e.imag:+.4g}j" for e in ev[:6]))
-    compiling = f"compile {t_compile:.1f} s (once per machine), " if t_compile > 0.5 else ""
-    print(f"time       {compiling}load {1e3 * (t1 - t0):.1f} ms, linearize {1e3 * (t3 - t1):.1f} ms")
+    if not HAVE_NUMBA:
+        how = "plain Python (numba is not installed)"
+    elif group_state("core") == "ready":
+        how = "compiled"
+    else:
+        how = "plain Python: the compiled kernels are being built in the background, once per machine"
+    print(f"time       load {1e3 * (t1 - t0):.1f} ms, linearize {1e3 * (t3 - t1):.1f} ms ({how})")
     if out_path is not None:
         try:
             np.savez(out_path, A=lin.A, B=lin.B, q=q, v=v, tau=tau, nu_dot=lin.nu_dot,
@@ -203,16 +205,23 @@ def cmd_linearize(args):
 
 
 def cmd_compile(args):
-    from ._jit import HAVE_NUMBA, cache_dirs, ensure_compiled, is_warm
+    from ._cache import GROUPS, cache_dirs, is_warm
+    from ._jit import HAVE_NUMBA
+    from .warmup import ensure_compiled
 
     if not HAVE_NUMBA:
         print("sva-linearizer compile: numba is not installed (or SVA_LINEARIZER_NO_JIT is set): the "
               "kernels run as plain Python, nothing to compile")
         return 0
-    if args.status:
-        from ._jit import ESTIMATE_S
+    if args.report:
+        from .tools.compile_report import format_report, measure
 
-        warm = {g: is_warm(g) for g in ESTIMATE_S}
+        print("sva-linearizer compile --report: compiling every kernel group in a fresh process with "
+              "an empty numba cache (minutes) ...", file=sys.stderr, flush=True)
+        print(format_report(measure()))
+        return 0
+    if args.status:
+        warm = {g: is_warm(g) for g in GROUPS}
         print(", ".join(f"{g}: {'warm' if w else 'cold'}" for g, w in warm.items())
               + f" (cache: {', '.join(cache_dirs())})")
         return 0 if all(warm.values()) else 1
@@ -258,10 +267,15 @@ def build_parser():
     lp.set_defaults(func=cmd_linearize)
     cp = sub.add_parser("compile", help="compile the numba kernels now (once per machine; e.g. in a Dockerfile)",
                         description="Compile every kernel into numba's on-disk cache (a no-op when it is "
-                                    "warm). The first use in a process does this by itself, with progress "
-                                    "on stderr; SVA_LINEARIZER_QUIET=1 silences that.")
+                                    "warm). Without it, the first call of a kernel group starts its compile "
+                                    "in a background process and runs the same kernels as plain Python "
+                                    "until it is done (SVA_LINEARIZER_COMPILE=wait: compile first).")
     cp.add_argument("--status", action="store_true", help="only say whether the cache is warm (exit 0) or "
                                                           "cold (exit 1), and where it is")
+    cp.add_argument("--report", action="store_true",
+                    help="measure a cold compile in an empty cache (a fresh process; the cache in use is "
+                         "untouched): per compilation unit, numba's front end against LLVM, and how many "
+                         "units each kernel is linked into")
     cp.set_defaults(func=cmd_compile)
     from .bench import add_subcommand as add_bench
 

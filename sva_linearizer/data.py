@@ -23,7 +23,8 @@ from collections import namedtuple
 
 import numpy as np
 
-from ._jit import HAVE_NUMBA, _carve_view_py, carve_view, ensure_compiled, njit
+from ._jit import HAVE_NUMBA, _carve_view_py, carve_view, njit
+from ._plain import set_plain_form
 
 # Int buffer: a header [n, floating, nrng, nsup, ngrp], then these.
 INT_HEADER = ("n", "floating", "nrng", "nsup", "ngrp")
@@ -158,6 +159,7 @@ views_py = _generate(_carve_view_py)          # plain Python (Data's numpy views
 # compiled, inlined into every entry point; `carve_view` builds each view directly (an array
 # .reshape in numba calls a C helper each time: ~60 of them cost ~1.5 us per call)
 views = njit(inline="always")(_generate(carve_view))
+set_plain_form(views, views_py)
 
 
 def kernel(fn):
@@ -182,11 +184,13 @@ def kernel(fn):
     src = ("\n" * (first - 1) + f"def {name}__buffers(ib, fb, {args}):\n"
            f"    m, d, _ = views(ib, fb)\n    return body(m, d, {args})\n"
            f"def {name}(m, d, {args}):\n    return {name}__buffers(m.ibuf, m.fbuf, {args})\n")
-    ns = {"__name__": fn.__module__, "views": views, "body": njit(inline="always")(fn)}
+    ns = {"__name__": fn.__module__, "views": views, "body": njit(inline="always")(fn),
+          "COMPILE_GROUP": fn.__globals__.get("COMPILE_GROUP", "core")}
     exec(compile(src, fn.__code__.co_filename, "exec"), ns)  # noqa: S102 - two one-line wrappers
     ns[f"{name}__buffers"] = njit(ns[f"{name}__buffers"])
     shim = njit(inline="always")(ns[name])
     shim.__doc__ = fn.__doc__
+    shim.plain_source = fn          # its plain form is fn's (no buffers to carve)
     return shim
 
 
@@ -254,7 +258,6 @@ class Data:
     uses it. One Data serves one call at a time: give each thread its own (`data.copy()`)."""
 
     def __init__(self, model):
-        ensure_compiled()   # the first time a process meets a cold cache: compile, with progress
         arr = model.arrays()
         self._arrays = arr
         self.model_name = model.name

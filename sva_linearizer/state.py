@@ -5,8 +5,7 @@ import math
 
 import numpy as np
 
-from ._jit import _done as _compiled_groups  # the groups ensure_compiled has seen to
-from ._jit import direct, ensure_compiled, kernel_array, njit, real_array
+from ._jit import direct, is_direct, kernel_array, njit, real_array
 from .spatial import matrix_to_quat, quat_to_matrix
 
 QUATERNION_TOLERANCE = 1e-6  # |norm - 1| up to this is normalised silently; beyond it is an error
@@ -83,8 +82,6 @@ class State:
     def from_vectors(cls, model, q, v):
         """q = [p(3), quaternion x y z w (4), s(nj)] and v = [v_lin(3), w(3), r(nj)] (body twist)
         for a floating base; q = s, v = r for a fixed base (Pinocchio's conventions)."""
-        if "core" not in _compiled_groups:   # (ensure_compiled's own fast path costs a call)
-            ensure_compiled()
         nj, floating = len(model.bodies), model.floating_base
         nq, nv = (nj + 7, nj + 6) if floating else (nj, nj)
         if (type(q) is _ndarray and type(v) is _ndarray and q.dtype is _FLOAT64
@@ -255,6 +252,8 @@ _CHECK = None   # check_state_vectors called directly on its one signature (Stat
 
 def _direct_check():
     global _CHECK
-    _CHECK = direct(check_state_vectors, np.zeros(7), np.zeros(6), True)
-    return _CHECK
+    entry = direct(check_state_vectors, np.zeros(7), np.zeros(6), True)
+    if is_direct(entry, check_state_vectors):
+        _CHECK = entry
+    return entry
 

@@ -1,13 +1,15 @@
-"""Suite-wide set-up: the cold compile of test_cli_compile.py's
-test_compile_covers_what_a_robot_uses runs beside the rest of the suite.
+"""Suite-wide set-up.
 
-That test runs `sva-linearizer compile` in an empty numba cache (its own folder), then checks that
-a fresh process using a robot compiles nothing more. The compile alone takes ~13 min on a 2-core
-2 GHz machine, a third of the suite, while the rest of the suite mostly keeps at most one core
-busy (one pytest process; the ROS tests wait on DDS). So when that test is among the tests
-selected, its compile starts as soon as the selection is known, in a background process with its
-own cache folder, and the test waits for it and checks its result as before (the same
-subprocess, the same assertions). It is stopped at the end of the session if it still runs.
+The suite runs compiled kernels: SVA_LINEARIZER_COMPILE=wait makes the first call of a cold
+kernel group compile it in the test process (once; the cache is shared by every later process)
+instead of answering from the plain-Python form while it compiles in the background.
+
+test_cli_compile.py's test_first_use_of_a_cold_cache runs a user process on an empty numba cache
+(its own folder), whose every kernel group compiles in the background: minutes on a 2-core
+machine, while the rest of the suite mostly keeps at most one core busy (one pytest process; the
+ROS tests wait on DDS). So when that test is among the tests selected, its process starts as soon
+as the selection is known and the test waits for it and checks its result. It is stopped at the
+end of the session if it still runs.
 """
 import os
 import shutil
@@ -17,7 +19,37 @@ import tempfile
 
 import pytest
 
-COLD_COMPILE_TEST = "test_compile_covers_what_a_robot_uses"
+os.environ.setdefault("SVA_LINEARIZER_COMPILE", "wait")
+
+COLD_COMPILE_TEST = "test_first_use_of_a_cold_cache"
+
+# the user process of test_first_use_of_a_cold_cache (stdout: one line of JSON)
+FIRST_USE = """
+import json, time
+import numpy as np
+import sva_linearizer as sl, sva_linearizer._jit as j
+from sva_linearizer.robots import load_robot
+t0 = time.perf_counter()
+m = load_robot('quadruped')
+rng = np.random.default_rng(3)
+q = np.zeros(m.nq); q[6] = 1.0; q[7:] = rng.uniform(-0.5, 0.5, m.nj)
+v, tau = rng.normal(size=m.nv), rng.normal(size=m.nj)
+st = sl.State.from_vectors(m, q, v)
+A_plain = sl.linearize(m, st, tau).A.copy()
+out = {"first_s": time.perf_counter() - t0, "first_state": j.group_state("core")}
+feet = [sl.Contact(f) for f in ('LF_foot', 'RF_foot', 'LH_foot', 'RH_foot')]
+Q, V, T = np.tile(q, (3, 1)), np.tile(v, (3, 1)), np.tile(tau, (3, 1))
+sl.linearize_batch(m, Q, V, T)
+Ac_plain = sl.linearize(m, st, tau, contacts=feet).A.copy()
+sl.linearize_batch(m, Q, V, T, contacts=feet)
+out["plain_states"] = [j.group_state(g) for g in ("batch", "contacts", "contacts_batch")]
+out["ready"] = {g: j.wait_until_compiled(g, timeout=3000) for g in ("core", "batch", "contacts", "contacts_batch")}
+A = sl.linearize(m, st, tau).A
+Ac = sl.linearize(m, st, tau, contacts=feet).A
+out["rel_diff"] = float(np.max(np.abs(A - A_plain)) / np.max(np.abs(A)))
+out["rel_diff_contacts"] = float(np.max(np.abs(Ac - Ac_plain)) / np.max(np.abs(Ac)))
+print(json.dumps(out))
+"""
 _cold = {}   # "dir": the empty cache folder; "proc": the background `compile`; "out", "err": its logs
 
 
@@ -27,8 +59,9 @@ def _start_cold_compile():
     cache = os.path.join(folder, "cache")
     os.makedirs(cache)
     with open(out, "w") as fo, open(err, "w") as fe:
-        proc = subprocess.Popen([sys.executable, "-m", "sva_linearizer.cli", "compile"], stdout=fo,
-                                stderr=fe, text=True, env=dict(os.environ, NUMBA_CACHE_DIR=cache))
+        proc = subprocess.Popen([sys.executable, "-c", FIRST_USE], stdout=fo, stderr=fe, text=True,
+                                env=dict(os.environ, NUMBA_CACHE_DIR=cache,
+                                         SVA_LINEARIZER_COMPILE="background"))
     _cold.update(dir=folder, cache=cache, proc=proc, out=out, err=err)
 
 
@@ -40,20 +73,37 @@ def pytest_collection_finish(session):
         _start_cold_compile()
 
 
+def _background_compiles(cache):
+    """The pids of background compiles working on `cache` (they run in sessions of their own)."""
+    pids = []
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else ():
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as fh:
+                if f"NUMBA_CACHE_DIR={cache}".encode() in fh.read().split(b"\0"):
+                    pids.append(int(entry))
+        except (OSError, ValueError):
+            continue
+    return pids
+
+
 def pytest_sessionfinish(session, exitstatus):
     proc = _cold.get("proc")
     if proc is not None and proc.poll() is None:
         proc.kill()
         proc.wait()
+    for pid in _background_compiles(_cold.get("cache")) if "cache" in _cold else ():
+        try:
+            os.kill(pid, 9)
+        except OSError:
+            pass
     if "dir" in _cold:
         shutil.rmtree(_cold["dir"], ignore_errors=True)
 
 
 @pytest.fixture
 def cold_compile():
-    """(cache folder, return code, stdout, stderr) of `sva-linearizer compile` run in an empty
-    numba cache: the background run started with the session, waited for here (started now if
-    the session did not start it)."""
+    """(cache folder, return code, stdout, stderr) of the FIRST_USE process run on an empty numba
+    cache: started with the session, waited for here (started now if the session did not)."""
     if "proc" not in _cold:
         _start_cold_compile()
     proc = _cold["proc"]
@@ -62,6 +112,6 @@ def cold_compile():
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
-        pytest.fail("sva-linearizer compile in an empty cache ran past 30 min")
+        pytest.fail("the first use of an empty cache ran past 30 min")
     with open(_cold["out"]) as fo, open(_cold["err"]) as fe:
         return _cold["cache"], proc.returncode, fo.read(), fe.read()

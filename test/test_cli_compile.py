@@ -1,10 +1,14 @@
-"""First run: ensure_compiled() says once that the kernels compile, with progress, and is silent
-afterwards; it is safe from threads and processes; `sva-linearizer compile` does it explicitly;
-the demo's child processes import the parent's copy of the package (one numba cache).
+"""First run. A cold kernel group answers at once from the kernels' plain-Python form while it
+compiles in a background process, then switches to the compiled code (_jit); the warm-up that
+compiles a group (warmup.ensure_compiled: `sva-linearizer compile`, the background process,
+SVA_LINEARIZER_COMPILE=wait) says once that it compiles, with progress, and is silent afterwards;
+it is safe from threads and processes; the demo's child processes import the parent's copy of the
+package (one numba cache).
 
-The mechanics are tested with a stand-in warm-up stage in a private NUMBA_CACHE_DIR (seconds);
-test_compile_covers_what_a_robot_uses compiles for real in an empty cache (~13 min on 2 cores, started
-with the session beside the other tests: conftest.py)."""
+The mechanics are tested with a stand-in kernel and warm-up stage in a private NUMBA_CACHE_DIR
+(seconds); test_first_use_of_a_cold_cache runs the real thing in an empty cache: a user process
+whose first calls answer from the plain form while every group compiles in the background (minutes
+on 2 cores, started with the session beside the other tests: conftest.py)."""
 import json
 import os
 import pathlib
@@ -14,13 +18,13 @@ import time
 
 import pytest
 
-from sva_linearizer import _jit
+from sva_linearizer import _cache, _jit
 
 needs_numba = pytest.mark.skipif(not _jit.HAVE_NUMBA, reason="numba is not installed")
 
 FAKE = r"""
 import json, sys, threading, time
-import sva_linearizer, sva_linearizer._jit as j
+import sva_linearizer, sva_linearizer.warmup as j, sva_linearizer._cache as c
 import fake_kernel                                 # one tiny kernel made by sva_linearizer's njit
 calls = []
 inner = []
@@ -34,8 +38,8 @@ res = []
 ts = [threading.Thread(target=lambda: res.append(j.ensure_compiled()["status"])) for _ in range(4)]
 for t in ts: t.start()
 for t in ts: t.join()
-print(json.dumps({"calls": len(calls), "inner": inner, "statuses": sorted(res), "warm": j.is_warm(),
-                  "dirs": j.cache_dirs()}))
+print(json.dumps({"calls": len(calls), "inner": inner, "statuses": sorted(res), "warm": c.is_warm(),
+                  "dirs": c.cache_dirs()}))
 """
 KERNEL = "from sva_linearizer._jit import njit\n\n@njit\ndef plus_one(x):\n    return x + 1\n"
 
@@ -65,7 +69,7 @@ def test_cold_cache_says_so_once_then_silent(tmp_path):
     assert "[1/1] stand-in stage ... (" in err
     assert f"done in " in err and f"cached in {r['dirs'][0]}" in err
     assert all(pathlib.Path(d).is_relative_to(tmp_path) for d in r["dirs"])
-    assert (pathlib.Path(r["dirs"][0]) / _jit.MARKER_NAME.format(group="core")).is_file()
+    assert (pathlib.Path(r["dirs"][0]) / _cache.MARKER_NAME.format(group="core")).is_file()
     r, err = _result(_fake(tmp_path / "cache"))                     # the next process: warm, silent
     assert r["calls"] == 0 and r["statuses"] == ["warm"] * 4 and err == ""
 
@@ -77,8 +81,8 @@ def test_stale_marker_recompiles_everything(tmp_path):
     holds from other files: the package's cache is dropped and everything compiles again, said."""
     r, _ = _result(_fake(tmp_path / "cache"))
     for d in r["dirs"]:     # what an edit of a kernel file leaves: markers of another cache key
-        (pathlib.Path(d) / _jit.MARKER_NAME.format(group="core")).write_text(json.dumps({"key": "other"}))
-        (pathlib.Path(d) / _jit.KEY_MARKER).write_text(json.dumps({"key": "other"}))
+        (pathlib.Path(d) / _cache.MARKER_NAME.format(group="core")).write_text(json.dumps({"key": "other"}))
+        (pathlib.Path(d) / _cache.KEY_MARKER).write_text(json.dumps({"key": "other"}))
     r, err = _result(_fake(tmp_path / "cache"))
     assert r["calls"] == 1 and r["warm"] and "compiling the numba kernels" in err
     assert "[1/1] stand-in stage" in err
@@ -87,27 +91,73 @@ def test_stale_marker_recompiles_everything(tmp_path):
 
 
 @needs_numba
-def test_quiet_mode_drops_a_stale_cache(tmp_path):
-    """SVA_LINEARIZER_QUIET skips the warm-up, but never runs machine code cached for other
-    sources: a cache of another key is dropped (numba then compiles on first use, silently)."""
-    r, _ = _result(_fake(tmp_path / "cache"))
-    stale = []
-    for d in r["dirs"]:
-        (pathlib.Path(d) / _jit.KEY_MARKER).write_text(json.dumps({"key": "other"}))
-        stale += [p for p in pathlib.Path(d).iterdir() if p.suffix in (".nbi", ".nbc")]
-    assert stale
-    r, err = _result(_fake(tmp_path / "cache", SVA_LINEARIZER_QUIET="1"))
-    assert err == "" and all(not p.exists() for p in stale)
-    assert all(json.loads((pathlib.Path(d) / _jit.KEY_MARKER).read_text())["key"] != "other"
-               for d in r["dirs"])
+def test_quiet_env_compiles_silently_and_no_jit_does_nothing(tmp_path):
+    r, err = _result(_fake(tmp_path / "q" / "cache", SVA_LINEARIZER_QUIET="1"))
+    assert r["calls"] == 1 and r["warm"] and err == ""
+    r, err = _result(_fake(tmp_path / "n" / "cache", SVA_LINEARIZER_NO_JIT="1"))
+    assert r["calls"] == 0 and r["statuses"] == ["skipped"] * 4 and err == ""
+
+
+ROUTE = r"""
+import json, sys, threading
+import numpy as np
+import sva_linearizer, sva_linearizer._jit as j, sva_linearizer._cache as c
+import fake_kernel
+done = threading.Event()
+class Proc:                                        # stands in for the background compile process
+    pid = 0
+    def wait(self):
+        done.wait()
+        return 0
+started, loaded, told = [], [], []
+c.start_background_compile = lambda groups: started.append(groups) or Proc()
+c.is_warm = lambda group="core": bool(started) and done.is_set()
+j.set_compiler(None, lambda group: loaded.append(fake_kernel.plus_one(41)))
+j.on_ready(lambda group, seconds: told.append(group))
+first = fake_kernel.plus_one(1)                    # cold: the plain form answers, nothing compiles
+plain = [j.group_state("core"), len(fake_kernel.plus_one.signatures), fake_kernel.halve(np.ones(2)).tolist()]
+done.set()                                         # the background compile is over
+ok = j.wait_until_compiled("core", timeout=60)
+second = fake_kernel.plus_one(2)
+print(json.dumps({"first": first, "plain": plain, "started": started, "ok": ok, "loaded": loaded,
+                  "told": told, "second": second, "state": j.group_state("core"),
+                  "compiled": len(fake_kernel.plus_one.signatures)}))
+"""
 
 
 @needs_numba
-def test_quiet_env_and_no_jit_do_nothing(tmp_path):
-    r, err = _result(_fake(tmp_path / "q" / "cache", SVA_LINEARIZER_QUIET="1"))
-    assert r["calls"] == 0 and r["statuses"] == ["skipped"] * 4 and err == ""
-    r, err = _result(_fake(tmp_path / "n" / "cache", SVA_LINEARIZER_NO_JIT="1"))
-    assert r["calls"] == 0 and r["statuses"] == ["skipped"] * 4 and err == ""
+def test_cold_group_answers_from_the_plain_form_then_switches(tmp_path):
+    """The first call of a cold group starts its background compile and returns the plain form's
+    result without compiling; when the compile is done the group's kernels are loaded (the
+    loader) and calls run compiled; on_ready callbacks are told. (The background process is a
+    stand-in here: test_first_use_of_a_cold_cache runs the real one.)"""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "fake_kernel.py").write_text(KERNEL + "\n\n@njit\ndef halve(x):\n    return x * 0.5\n")
+    r = subprocess.run([sys.executable, "-c", ROUTE], capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=str(src),
+                                SVA_LINEARIZER_COMPILE="background"))
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["first"] == 2 and out["plain"] == ["compiling", 0, [0.5, 0.5]]
+    assert out["started"] == [["core"]] and "compile in the background" in r.stderr
+    assert out["ok"] and out["loaded"] == [42] and out["told"] == ["core"]
+    assert out["second"] == 3 and out["state"] == "ready" and out["compiled"] == 1
+    assert "are in use" in r.stderr
+
+
+@needs_numba
+def test_never_policy_keeps_the_plain_forms(tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "fake_kernel.py").write_text(KERNEL)
+    code = ("import fake_kernel, sva_linearizer._jit as j; "
+            "print(fake_kernel.plus_one(1), j.group_state('core'), len(fake_kernel.plus_one.signatures))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=str(src),
+                                SVA_LINEARIZER_COMPILE="never"))
+    assert r.returncode == 0 and r.stdout.split() == ["2", "plain", "0"], r.stderr
+    assert not list((tmp_path / "cache").rglob("*.nbi")) if (tmp_path / "cache").exists() else True
 
 
 @needs_numba
@@ -160,28 +210,27 @@ def test_demo_children_import_the_parents_package(tmp_path):
 
 
 @needs_numba
-def test_compile_covers_what_a_robot_uses(cold_compile):
-    """`sva-linearizer compile` in an empty cache, then a fresh process linearizing the bundled
-    quadruped (one state, a batch, forward dynamics, fixed base too) finds every kernel cached:
-    it writes no new cache file and says nothing. (The compile, ~13 min on 2 cores, starts with
-    the session and runs beside the other tests: conftest.py's cold_compile.)"""
+def test_first_use_of_a_cold_cache(cold_compile):
+    """A user process in an empty cache (conftest.py's cold_compile: the bundled quadruped, one
+    state, a batch, contacts, a batch with contacts): each group's first call answers at once from
+    the plain form while the group compiles in a background process; the process then waits for
+    the compiled code, which gives the same numbers. Then a fresh process using all of it finds
+    every kernel cached (it writes no new cache file and says nothing) and the cache is warm."""
     cache, returncode, stdout, stderr = cold_compile
     tmp_path = pathlib.Path(cache)
-    env = dict(os.environ, NUMBA_CACHE_DIR=cache)
+    env = dict(os.environ, NUMBA_CACHE_DIR=cache, SVA_LINEARIZER_COMPILE="background")
     assert returncode == 0, stderr
-    assert "compiling the numba kernels" in stderr and "compiled kernels ready" in stdout
+    r = json.loads(stdout.strip().splitlines()[-1])
+    assert r["first_state"] == "compiling" and r["plain_states"] == ["compiling"] * 3, r
+    assert r["first_s"] < 60, r           # plain Python: tens of ms a call, no compile before it
+    assert all(r["ready"].values()), (r, stderr)
+    assert r["rel_diff"] <= 1e-12 and r["rel_diff_contacts"] <= 1e-12, r
+    assert stderr.count("compile in the background") == 4, stderr
     files = {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*.nb*")}
     assert files
-    use = ("import numpy as np, sva_linearizer as sl\n"
-           "from sva_linearizer.robots import load_robot\n"
-           "for fb in (True, False):\n"
-           "    m = load_robot('quadruped', floating_base=fb)\n"
-           "    q = np.zeros(m.nq); q[6 if fb else 0] = 1.0\n"
-           "    st = sl.State.from_vectors(m, q, np.ones(m.nv))\n"
-           "    sl.linearize(m, st, np.ones(m.nj)); sl.forward_dynamics(m, st, np.ones(m.nj))\n"
-           "    sl.linearize_batch(m, np.tile(q, (3, 1)), np.ones((3, m.nv)), np.ones((3, m.nj)))\n")
-    r = subprocess.run([sys.executable, "-c", use], capture_output=True, text=True, timeout=900, env=env)
-    assert r.returncode == 0, r.stderr
+    r = subprocess.run([sys.executable, "-c", USE_EVERYTHING], capture_output=True, text=True,
+                       timeout=900, env=env)
+    assert r.returncode == 0 and r.stderr == "", r.stderr
     after = {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*.nb*")}
     assert after == files, sorted(set(map(str, after)) ^ set(map(str, files)))
     r = subprocess.run([sys.executable, "-m", "sva_linearizer.cli", "compile", "--status"],
@@ -189,14 +238,35 @@ def test_compile_covers_what_a_robot_uses(cold_compile):
     assert r.returncode == 0 and r.stdout.startswith("core: warm, batch: warm, contacts: warm, contacts_batch: warm (cache: ")
 
 
+# what test_first_use_of_a_cold_cache's fresh process runs on the warm cache
+USE_EVERYTHING = """
+import numpy as np, sva_linearizer as sl
+from sva_linearizer.robots import load_robot
+for fb in (True, False):
+    m = load_robot('quadruped', floating_base=fb)
+    q = np.zeros(m.nq); q[6 if fb else 0] = 1.0
+    st = sl.State.from_vectors(m, q, np.ones(m.nv))
+    sl.linearize(m, st, np.ones(m.nj)); sl.forward_dynamics(m, st, np.ones(m.nj))
+    sl.linearize_batch(m, np.tile(q, (3, 1)), np.ones((3, m.nv)), np.ones((3, m.nj)))
+m = load_robot('quadruped')
+q = np.zeros(m.nq); q[6] = 1.0
+feet = [sl.Contact(f) for f in ('LF_foot', 'RF_foot', 'LH_foot', 'RH_foot')]
+st = sl.State.from_vectors(m, q, np.ones(m.nv))
+sl.linearize(m, st, np.ones(m.nj), contacts=feet)
+sl.linearize_batch(m, np.tile(q, (3, 1)), np.ones((3, m.nv)), np.ones((3, m.nj)), contacts=feet)
+"""
+
+
 @needs_numba
 def test_an_unannounced_compile_is_reported(tmp_path):
-    """A kernel compiled outside the warm-up (one it does not cover, or a core path that did not
-    call ensure_compiled) still says so, with its time; from the cache, nothing is said."""
+    """A kernel compiled outside the warm-up (a group whose warm-up is done, but a kernel or an
+    argument type it does not cover) still says so, with its time; from the cache, nothing is
+    said."""
     (tmp_path / "extra_kernel.py").write_text(
         "from sva_linearizer._jit import njit\n\n@njit\ndef plus_one(x):\n    return x + 1\n")
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=str(tmp_path))
-    code = "import extra_kernel; print(extra_kernel.plus_one(1))"
+    code = ("import sva_linearizer._jit as j; j.mark_ready('core'); "
+            "import extra_kernel; print(extra_kernel.plus_one(1))")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
     assert r.returncode == 0 and r.stdout.strip() == "2", r.stderr
     assert "sva_linearizer: compiling kernel plus_one (not in numba's cache yet" in r.stderr

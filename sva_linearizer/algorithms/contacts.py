@@ -34,6 +34,8 @@ import numpy as np
 
 from ..spatial import crm, se3_log
 from .._jit import carve_view, njit, real_array
+
+COMPILE_GROUP = "contacts"  # the compile group of this module's kernels (_jit)
 from ..data import kernel, views
 from .frames import frame_motion, frame_pose, frame_pose_c, frame_ref
 

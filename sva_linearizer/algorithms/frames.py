@@ -21,7 +21,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .._jit import ensure_compiled, kernel_array, njit
+from .._jit import kernel_array, njit
+
+COMPILE_GROUP = "contacts"  # the compile group of this module's kernels (_jit)
 from ..data import views
 from ..spatial import placement_to_xform
 from ..spatial_ops import xmv
@@ -316,7 +318,6 @@ def _run_kinematics(model, state, data=None):
     from ..state import input_error
     from .eidamb import eidamb_entry
 
-    ensure_compiled("contacts")
     d = setup(model, state, data)
     if eidamb_entry(d.ib, d.fb, state.q, state.v, np.zeros(model.nv)) != 0:
         raise input_error(model, state.q, state.v)

@@ -24,7 +24,9 @@ from numpy.typing import ArrayLike
 if TYPE_CHECKING:
     from ..model import Model
 
-from .._jit import HAVE_NUMBA, borrow, ensure_compiled, kernel_array, njit, real_array
+from .._jit import HAVE_NUMBA, borrow, kernel_array, njit, real_array
+
+COMPILE_GROUP = "batch"     # the compile group of this module's kernels (_jit)
 from ..data import check_fits, get_data, views
 from .continuous import _out_arrays, linearize, linearize_entry, linearize_state, status_error
 from .discrete import check_dt
@@ -121,7 +123,6 @@ def linearize_batch(model: Model, q_batch: ArrayLike, v_batch: ArrayLike, tau_ba
     pose) and/or forces=[(sl.Contact, F), ...] with F (dim,) for every state or (N, dim) per
     state: linearize(..., contacts=, forces=) state by state (B then has nj + m columns with
     forces; the contact forces and their derivatives: call linearize per state)."""
-    ensure_compiled("batch")
     Q, V, T = _batch_arrays(model, q_batch, v_batch, tau_batch)
     if dt is not None:
         dt = check_dt(dt)

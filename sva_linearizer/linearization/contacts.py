@@ -12,7 +12,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .._jit import borrow, carve_view, ensure_compiled, njit, real_array
+from .._jit import borrow, carve_view, njit, real_array
+
+COMPILE_GROUP = "contacts"  # the compile group of this module's kernels (_jit)
 from ..algorithms.common import (ABAMB_STEPS, BAD_INPUT, NOT_FINITE, finite_result, not_finite,
                                  singular_mass_matrix_error)
 from ..algorithms.contacts import (Contact, ContactSet, check_contacts, check_forces, delassus_inverse,
@@ -423,7 +425,6 @@ def run_contacts(model: Model, state: State, tau: np.ndarray, contacts, forces, 
     """contacts_pipeline on the Data; returns (nu_dot, Minv, D, A, B, lam, dz, dtau): views into the
     caller's data (and its contact plan), overwritten by its next use, as linearize's; fresh arrays
     without data."""
-    ensure_compiled("contacts")
     d = get_data(model, data)
     plan, fvec = contact_plan(model, d, contacts, forces)
     busy, d._busy = d._busy, True
@@ -456,7 +457,7 @@ def run_contacts(model: Model, state: State, tau: np.ndarray, contacts, forces, 
         d._busy = busy
 
 
-@njit
+@njit(group="contacts_batch")
 def contacts_chunk(ib, fb, Q, V, TAU, pi, pf, FV, OA, OB, status, lo, hi):
     """contacts_pipeline (linearize) for rows lo..hi-1 of Q, V, TAU (input forces FV[i]) on one
     thread's Data and contact plan (pi, pf): A, B into OA[i], OB[i], the status into status[i]."""
@@ -500,8 +501,6 @@ def batch_contacts(model: Model, Q, V, T, OA, OB, contacts, per_state, nthreads,
     if d0.custom:
         return False
     contact_plan(model, d0, contacts, keys)                 # checks the contacts, names errors
-    ensure_compiled("contacts")
-    ensure_compiled("contacts_batch")                       # contacts_chunk (below)
     status = np.zeros(N, dtype=np.int64)
     counter = itertools.count()
     chunk = max(1, min(16, N // (8 * nthreads)))

@@ -21,7 +21,7 @@ from numpy.typing import ArrayLike
 if TYPE_CHECKING:
     from ..model import Model
 
-from .._jit import direct, flat_view, njit
+from .._jit import direct, flat_view, is_direct, njit
 from ..algorithms.common import (BAD_INPUT, NOT_FINITE, check_state, not_finite,
                                  singular_mass_matrix_error)
 from ..algorithms.eidamb import eidamb, set_base_acceleration
@@ -219,8 +219,10 @@ def _direct_entry():
     or a copy)."""
     global _ENTRY_DATA
     f = np.zeros(1)
-    _ENTRY_DATA = direct(linearize_entry_data, np.zeros(1, dtype=np.int64), f, f, f, f, 0.0)
-    return _ENTRY_DATA
+    entry = direct(linearize_entry_data, np.zeros(1, dtype=np.int64), f, f, f, f, 0.0)
+    if is_direct(entry, linearize_entry_data):
+        _ENTRY_DATA = entry
+    return entry
 
 
 def _out_arrays(out, shape_A, shape_B):

@@ -33,6 +33,7 @@ on 9 robots with and without contacts).
 from __future__ import annotations
 
 from .._jit import HAVE_NUMBA, njit
+from .._plain import set_plain_form
 from ..data import COLUMN_WINDOW as WIDTH    # columns of D_q (and of D_nu) per window
 
 
@@ -131,6 +132,9 @@ if HAVE_NUMBA:
     @_intrinsic
     def neg_tile6(typingctx, Minv, X, out, j0, i0, p0, p1, rows):
         return _tile_typer(6, Minv, X, out, rows)
+
+    set_plain_form(neg_tile4, _neg_tile_py(4))
+    set_plain_form(neg_tile6, _neg_tile_py(6))
 else:
     neg_tile4, neg_tile6 = _neg_tile_py(4), _neg_tile_py(6)
 

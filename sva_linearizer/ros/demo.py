@@ -139,11 +139,6 @@ def run_demo(seconds=5.0, robot=None, rate=100.0, startup_timeout=120.0, out=Non
             else "free motion under joint PD control, no contacts")
     print(f"demo: robot '{robot}', {what}; DDS domain {domain} on loopback (127.0.0.1, no multicast); "
           f"joint_states at {rate:g} Hz for {seconds:g} s", file=out, flush=True)
-    from .._jit import ensure_compiled
-
-    ensure_compiled()  # a cold cache compiles here, once, with progress; the children then load it
-    if feet:           # the node's contact kernels too: compiled in the node, they took longer than
-        ensure_compiled("contacts")   # startup_timeout on a slower CPU (257 s on a 2 GHz Zen 1)
     weight = None
     if feet:
         import sva_linearizer as sl

@@ -1,0 +1,1 @@
+"""Tools that measure the package from outside its layers: the compile report."""
