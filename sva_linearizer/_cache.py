@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import subprocess
 import sys
 import time
 
@@ -213,13 +214,11 @@ def log_path() -> str | None:
     return os.path.join(dirs[0], LOG_NAME) if dirs else None
 
 
-def start_background_compile(group_names) -> "subprocess.Popen | None":
+def start_background_compile(group_names) -> subprocess.Popen | None:
     """Start the warm-up's main (sva_linearizer.warmup.main) on the groups in a session of its own (it outlives this
     process: a command that exits after its first result leaves the compile running, and the next
     process finds the cache warm). The groups' file lock makes concurrent requests from several
     processes compile once. None when it cannot be started."""
-    import subprocess
-
     path = log_path()
     try:
         if path is not None:

@@ -9,7 +9,7 @@ With numba, each kernel belongs to a compile group ("core": one state; "batch": 
 parallel kernel; "contacts": frames and contacts; "contacts_batch": linearize_batch with contacts;
 a module sets COMPILE_GROUP, njit's `group=` overrides it). The first time a process calls a
 kernel of a group from Python, the group's state is decided (`compile_policy`):
-  * its compiled code is in numba's cache (_cache.is_warm): it is loaded and used;
+  * its compiled code is in numba's cache (is_warm): it is loaded and used;
   * otherwise, by default ("background"), the group compiles in a background process that fills
     the cache, and until it is done every call of the group's kernels runs their plain-Python
     form (_plain.py): the first answer comes at once, at the speed of Python. When the background
@@ -30,7 +30,7 @@ import time
 
 import numpy as np
 
-from . import _cache
+from ._cache import DISPATCHERS, is_warm, log_path, start_background_compile
 from ._plain import plain_form, set_plain_form
 
 HAVE_NUMBA = False
@@ -54,15 +54,16 @@ FASTMATH = {"contract"}
 
 def njit(fn=None, *, parallel=False, inline="never", group=None):
     """Compile in nopython mode with numba's on-disk cache (``@njit``, ``@njit(parallel=True)``,
-    ``@njit(inline="always")`` for small helpers of the hot loops), or return `fn` unchanged.
-    group: the compile group (default: the module's COMPILE_GROUP, else "core")."""
+    ``@njit(inline="always")`` for small helpers of the hot loops: numba inlines their IR), or
+    return `fn` unchanged. group: the compile group (default: the module's COMPILE_GROUP, else
+    "core")."""
     def wrap(f):
         if HAVE_NUMBA:
             d = _numba.njit(cache=True, nogil=True, parallel=parallel, inline=inline,
                             error_model="numpy", fastmath=FASTMATH)(f)
             d.compile_group = group or f.__globals__.get("COMPILE_GROUP", "core")
             _route(d)
-            _cache.DISPATCHERS.append(d)
+            DISPATCHERS.append(d)
             return d
         return f
     return wrap(fn) if fn is not None else wrap
@@ -327,7 +328,7 @@ def _decide(group: str) -> str:
         policy = compile_policy()
         if policy == "never":
             st = "plain"
-        elif _cache.is_warm(group):
+        elif is_warm(group):
             st = "ready"
         elif policy == "wait" and _compiler is not None:
             _state[group] = "loading"          # the warm-up's own calls compile
@@ -344,13 +345,13 @@ def _decide(group: str) -> str:
 
 def _start_background(group: str) -> str:
     """Start the group's compile in a background process and a thread that waits for it."""
-    proc = _cache.start_background_compile([group])
+    proc = start_background_compile([group])
     if proc is None:
         _say(f"sva_linearizer: could not start a background compile of the {group} kernels; "
              "running them as plain Python (run `sva-linearizer compile` once)")
         return "plain"
     _say(f"sva_linearizer: the {group} kernels compile in the background (once per machine, "
-         f"pid {proc.pid}, log {_cache.log_path()}); until then they run as plain Python")
+         f"pid {proc.pid}, log {log_path()}); until then they run as plain Python")
     t = threading.Thread(target=_watch, args=(group, proc, time.perf_counter()), daemon=True,
                          name=f"sva_linearizer-compile-{group}")
     _watchers[group] = t
@@ -360,9 +361,9 @@ def _start_background(group: str) -> str:
 
 def _watch(group: str, proc, t0: float) -> None:
     rc = proc.wait()
-    if rc != 0 or not _cache.is_warm(group):
+    if rc != 0 or not is_warm(group):
         _say(f"sva_linearizer: the background compile of the {group} kernels failed (exit code {rc}; "
-             f"see {_cache.log_path()}); they stay plain Python in this process")
+             f"see {log_path()}); they stay plain Python in this process")
         _state[group] = "plain"
         return
     _state[group] = "loading"

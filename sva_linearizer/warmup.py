@@ -22,9 +22,18 @@ import threading
 import time
 import types
 
-from . import _cache, _jit
-from ._cache import GROUPS, FileLock, cache_dirs, cache_matches, claim_cache, is_warm, write_markers
-from ._jit import HAVE_NUMBA
+from ._cache import (DISPATCHERS, GROUPS, FileLock, cache_dirs, cache_matches, claim_cache, is_warm,
+                     write_markers)
+from .algorithms import (articulated_pivots, extended_inverse_dynamics, extended_inverse_dynamics_derivatives,
+                         forward_dynamics, inverse_mass_matrix, mass_matrix, rneamb)
+from .algorithms.contacts import Contact
+from .algorithms.frames import frame_jacobian, frame_placement, frame_velocity
+from .data import Data
+from .joints import Joint
+from .linearization import linearize, linearize_batch
+from .model import Inertia, Model
+from .state import State
+from ._jit import COMPILE_ENV, HAVE_NUMBA, QUIET_ENV, mark_ready, set_compiler, set_loading
 
 # the progress message's estimates (seconds, fastest-slowest) of a cold compile on a shared 2-core
 # machine with numba 0.68
@@ -48,7 +57,7 @@ _DONE_RESULTS = {st: types.MappingProxyType({"status": st, "seconds": 0.0, "cach
 
 
 def _quiet():
-    return os.environ.get(_jit.QUIET_ENV, "") not in ("", "0")
+    return os.environ.get(QUIET_ENV, "") not in ("", "0")
 
 
 def _say(text, end="\n"):
@@ -64,16 +73,15 @@ def _tiny_model(floating):
     the same argument types for it as for any URDF robot, so compiling for it compiles for all."""
     import numpy as np
 
-    import sva_linearizer as sl
 
-    m = sl.Model(floating_base=floating, name="warmup")
-    m.set_base_inertia(sl.Inertia(2.0, (0.0, 0.0, 0.01), np.diag([0.02, 0.03, 0.04])).matrix())
-    link = sl.Inertia(0.5, (0.0, 0.0, -0.1), np.diag([0.003, 0.004, 0.002]))
-    a = m.add_body("a", None, sl.Joint.revolute((0.0, 1.0, 0.0)), placement=(np.eye(3), (0.1, 0.0, 0.0)),
+    m = Model(floating_base=floating, name="warmup")
+    m.set_base_inertia(Inertia(2.0, (0.0, 0.0, 0.01), np.diag([0.02, 0.03, 0.04])).matrix())
+    link = Inertia(0.5, (0.0, 0.0, -0.1), np.diag([0.003, 0.004, 0.002]))
+    a = m.add_body("a", None, Joint.revolute((0.0, 1.0, 0.0)), placement=(np.eye(3), (0.1, 0.0, 0.0)),
                    inertia=link)
-    m.add_body("b", a, sl.Joint.prismatic((0.0, 0.0, 1.0)), placement=(np.eye(3), (0.0, 0.0, -0.2)),
+    m.add_body("b", a, Joint.prismatic((0.0, 0.0, 1.0)), placement=(np.eye(3), (0.0, 0.0, -0.2)),
                inertia=link)
-    m.add_body("c", None, sl.Joint.revolute((1.0, 0.0, 0.0)), placement=(np.eye(3), (-0.1, 0.0, 0.0)),
+    m.add_body("c", None, Joint.revolute((1.0, 0.0, 0.0)), placement=(np.eye(3), (-0.1, 0.0, 0.0)),
                inertia=link)
     return m
 
@@ -92,13 +100,12 @@ def _tiny_state(m, seed=0):
 
 def _stage_linearize(floating):
     def run():
-        import sva_linearizer as sl
 
         m = _tiny_model(floating)
         q, v, tau = _tiny_state(m)
-        state = sl.State.from_vectors(m, q, v)
-        sl.linearize(m, state, tau)
-        sl.linearize(m, state, tau, data=sl.Data(m))
+        state = State.from_vectors(m, q, v)
+        linearize(m, state, tau)
+        linearize(m, state, tau, data=Data(m))
     return run
 
 
@@ -106,19 +113,16 @@ def _stage_dynamics(floating):
     def run():
         import numpy as np
 
-        import sva_linearizer as sl
 
         m = _tiny_model(floating)
         q, v, tau = _tiny_state(m)
-        state = sl.State.from_vectors(m, q, v)
-        nu_dot = sl.forward_dynamics(m, state, tau)
-        sl.inverse_mass_matrix(m, state)
-        sl.mass_matrix(m, state)
-        sl.extended_inverse_dynamics(m, state, nu_dot)
-        sl.extended_inverse_dynamics_derivatives(m, state, nu_dot)
-        sl.rneamb(m, state, np.zeros(m.nj))
-        from sva_linearizer.algorithms import articulated_pivots
-
+        state = State.from_vectors(m, q, v)
+        nu_dot = forward_dynamics(m, state, tau)
+        inverse_mass_matrix(m, state)
+        mass_matrix(m, state)
+        extended_inverse_dynamics(m, state, nu_dot)
+        extended_inverse_dynamics_derivatives(m, state, nu_dot)
+        rneamb(m, state, np.zeros(m.nj))
         articulated_pivots(m, np.zeros(m.nj))      # the check of every URDF model at load time
     return run
 
@@ -133,58 +137,53 @@ def _tiny_batch(m):
 
 def _tiny_contacts():
     """A point contact on "b" and a world-aligned 6d contact on "c" (for forces)."""
-    import sva_linearizer as sl
 
-    return (sl.Contact("b", kind="point", baumgarte=(1.0, 1.0)),
-            sl.Contact("c", kind="6d", reference="world_aligned"))
+    return (Contact("b", kind="point", baumgarte=(1.0, 1.0)),
+            Contact("c", kind="6d", reference="world_aligned"))
 
 
 def _stage_batch():
-    import sva_linearizer as sl
 
     for floating in (True, False):
         m = _tiny_model(floating)
         Q, V, T = _tiny_batch(m)
-        sl.linearize_batch(m, Q, V, T)
-        sl.linearize_batch(m, Q, V, T, dt=0.01)
+        linearize_batch(m, Q, V, T)
+        linearize_batch(m, Q, V, T, dt=0.01)
 
 
 def _stage_discrete():
-    import sva_linearizer as sl
 
     for floating in (True, False):
         m = _tiny_model(floating)
         q, v, tau = _tiny_state(m)
-        sl.linearize(m, sl.State.from_vectors(m, q, v), tau, dt=0.01)
+        linearize(m, State.from_vectors(m, q, v), tau, dt=0.01)
 
 
 def _stage_contacts():
     import numpy as np
 
-    import sva_linearizer as sl
 
     for floating in (True,):   # the kernels' argument types do not depend on the base; a point
         m = _tiny_model(floating)   # contact on "b" would over-constrain the fixed-base tree
         q, v, tau = _tiny_state(m)
-        state = sl.State.from_vectors(m, q, v)
+        state = State.from_vectors(m, q, v)
         point, six = _tiny_contacts()
-        sl.linearize(m, state, tau, contacts=[point], forces=[(six, np.zeros(6))])
-        sl.linearize(m, state, tau, contacts=[point], dt=0.01)
-        sl.forward_dynamics(m, state, tau, contacts=[point])
-        sl.frame_jacobian(m, state, "b", reference="world_aligned")
-        sl.frame_velocity(m, state, "b")
-        sl.frame_placement(m, state, "b")
+        linearize(m, state, tau, contacts=[point], forces=[(six, np.zeros(6))])
+        linearize(m, state, tau, contacts=[point], dt=0.01)
+        forward_dynamics(m, state, tau, contacts=[point])
+        frame_jacobian(m, state, "b", reference="world_aligned")
+        frame_velocity(m, state, "b")
+        frame_placement(m, state, "b")
 
 
 def _stage_contacts_batch():
     import numpy as np
 
-    import sva_linearizer as sl
 
     m = _tiny_model(True)
     Q, V, T = _tiny_batch(m)
     point, six = _tiny_contacts()
-    sl.linearize_batch(m, Q, V, T, contacts=[point], forces=[(six, np.zeros(6))])
+    linearize_batch(m, Q, V, T, contacts=[point], forces=[(six, np.zeros(6))])
 
 
 # (group, name, function): what the warm-up runs, in order. "core": everything one state needs
@@ -316,7 +315,7 @@ def ensure_compiled(group="core", verbose=None, force=False):
         result["cache_dirs"] = dirs
         if not force and is_warm(group):
             _done[group] = "warm"
-            _jit.mark_ready(group)
+            mark_ready(group)
             result["status"] = "warm"
             return result
         flock = FileLock(dirs[0]) if dirs else None
@@ -328,7 +327,7 @@ def ensure_compiled(group="core", verbose=None, force=False):
         try:
             if waited and not force and is_warm(group):
                 _done[group] = "warm"
-                _jit.mark_ready(group)
+                mark_ready(group)
                 result.update(status="waited", seconds=time.perf_counter() - t0)
                 if verbose:
                     _say(f"sva_linearizer: compiled kernels ready after {result['seconds']:.1f} s")
@@ -338,12 +337,12 @@ def ensure_compiled(group="core", verbose=None, force=False):
                 claim_cache(dirs)
             progress = _Progress(group, verbose)
             _warming_thread, _progress = threading.get_ident(), progress
-            _jit.set_loading(group)           # the stages' calls compile
+            set_loading(group)           # the stages' calls compile
             try:
                 seconds, failures = _warm_up(group, progress)
             finally:
                 _warming_thread, _progress = None, None
-                _jit.mark_ready(group)
+                mark_ready(group)
             if not failures:
                 write_markers(group, seconds)
             _done[group] = "warm"
@@ -386,8 +385,8 @@ def _compile_in_process(group: str) -> None:
 
 def main(argv=None) -> int:
     """The background compile: `python -c "...warmup import main..." GROUP...` (see
-    _cache.start_background_compile). Every group it touches compiles in this process."""
-    os.environ[_jit.COMPILE_ENV] = "wait"
+    start_background_compile). Every group it touches compiles in this process."""
+    os.environ[COMPILE_ENV] = "wait"
     failures = []
     for g in (argv if argv else ["core"]):
         _say(f"sva_linearizer: background compile of the {g} kernels, pid {os.getpid()}, "
@@ -396,7 +395,7 @@ def main(argv=None) -> int:
     return 1 if failures else 0
 
 
-_jit.set_compiler(_compile_in_process, load_group)
+set_compiler(_compile_in_process, load_group)
 
 
 # a compile nobody announced: say so too
@@ -413,7 +412,7 @@ if _event is not None:
 
         def _ours(self, event):
             d = (event.data or {}).get("dispatcher")
-            return d is not None and any(d is x for x in _cache.DISPATCHERS)
+            return d is not None and any(d is x for x in DISPATCHERS)
 
         def on_start(self, event):
             if not self._ours(event):

@@ -110,8 +110,8 @@ class Proc:                                        # stands in for the backgroun
         done.wait()
         return 0
 started, loaded, told = [], [], []
-c.start_background_compile = lambda groups: started.append(groups) or Proc()
-c.is_warm = lambda group="core": bool(started) and done.is_set()
+j.start_background_compile = lambda groups: started.append(groups) or Proc()
+j.is_warm = lambda group="core": bool(started) and done.is_set()
 j.set_compiler(None, lambda group: loaded.append(fake_kernel.plus_one(41)))
 j.on_ready(lambda group, seconds: told.append(group))
 first = fake_kernel.plus_one(1)                    # cold: the plain form answers, nothing compiles
