@@ -49,3 +49,25 @@ def test_pure_python_path_gives_the_same_numbers():
     assert results["1"]["jit"] is False
     np.testing.assert_allclose(results["0"]["A"], results["1"]["A"], rtol=1e-12, atol=1e-9)
     np.testing.assert_allclose(results["0"]["B"], results["1"]["B"], rtol=1e-12, atol=1e-12)
+
+
+def test_plain_forms_with_numba_are_the_pure_python_path():
+    """With numba installed, a kernel group that is not compiled yet runs the kernels' plain forms
+    (_plain.py: the same functions, every kernel and intrinsic they call in plain form): bit for
+    bit the numbers of the package run without numba, and nothing is compiled for them."""
+    results = {}
+    for env in ({"SVA_LINEARIZER_NO_JIT": "1"}, {"SVA_LINEARIZER_COMPILE": "never"}):
+        out = subprocess.run([sys.executable, "-c", SCRIPT + PLAIN_CHECK], capture_output=True, text=True,
+                             timeout=600, check=True, env=dict(os.environ, **env))
+        results[tuple(env)] = json.loads(out.stdout.strip().splitlines()[-2])
+        if "SVA_LINEARIZER_COMPILE" in env:
+            assert out.stdout.strip().splitlines()[-1] == "compiled: 0", out.stdout
+    plain, nojit = results[("SVA_LINEARIZER_COMPILE",)], results[("SVA_LINEARIZER_NO_JIT",)]
+    assert plain["jit"] is True and nojit["jit"] is False
+    assert plain["A"] == nojit["A"] and plain["B"] == nojit["B"]
+
+
+PLAIN_CHECK = """
+from sva_linearizer import _cache
+print("compiled:", sum(len(d.signatures) for d in _cache.DISPATCHERS))
+"""

@@ -314,7 +314,7 @@ def test_read_only_inputs_give_the_same_numbers_and_compile_nothing():
                 *sl.discretize(A_ro, B_ro, 0.01, v_plus=vp), quat_to_matrix(q[3:7])]
 
     ref = every_entry(q, v, tau, nu_dot, Q, V, T, sl.Data(model))   # compiles or loads what they need
-    signatures = [len(d.signatures) for d in _jit._DISPATCHERS]
+    signatures = [len(d.signatures) for d in _jit.DISPATCHERS]
 
     def read_only(x):
         y = np.frombuffer(np.array(x).tobytes()).reshape(np.shape(x))
@@ -324,5 +324,5 @@ def test_read_only_inputs_give_the_same_numbers_and_compile_nothing():
     got = every_entry(*(read_only(x) for x in (q, v, tau, nu_dot, Q, V, T)), sl.Data(model))
     for a, b in zip(got, ref):
         np.testing.assert_array_equal(a, b)
-    grown = [d.py_func.__qualname__ for d, n in zip(_jit._DISPATCHERS, signatures) if len(d.signatures) != n]
+    grown = [d.py_func.__qualname__ for d, n in zip(_jit.DISPATCHERS, signatures) if len(d.signatures) != n]
     assert not grown, f"read-only inputs compiled new versions of {grown}"
