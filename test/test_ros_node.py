@@ -43,7 +43,8 @@ class Robot:
         names = list(self.model.joint_names) if names is None else names
         idx = [self.model.joint_names.index(n) if n in self.model.joint_names else 0 for n in names]
         tau = x["tau"][idx] if len(x["tau"]) else []
-        T.deliver("joint_states", joint_state_msg(T.types, stamp, names, x["s"][idx], x["r"][idx], tau))
+        r = x["r"][idx] if len(x["r"]) else []
+        T.deliver("joint_states", joint_state_msg(T.types, stamp, names, x["s"][idx], r, tau))
         return x, stamp
 
     def expected(self, x):
@@ -94,6 +95,39 @@ def test_fixed_base_has_no_odom_and_empty_effort_means_zero_torque():
     rb.send(x)
     np.testing.assert_array_equal(msg_to_matrix(rb.T.published["linearization/B"][0]), rb.expected(x).B)
     np.testing.assert_array_equal(msg_to_matrix(rb.T.published["linearization/A"][0]), rb.expected(x).A)
+
+
+def test_position_only_joint_states_are_zero_velocity_and_torque_said_once():
+    rb = Robot({"robot": "solo12", "warn_period": 0})
+    for _ in range(3):
+        x = rb.state()
+        x["r"], x["tau"] = np.array([]), np.array([])
+        rb.send(x)
+        expected = rb.expected(dict(x, r=np.zeros(rb.model.nj)))
+        np.testing.assert_array_equal(msg_to_matrix(rb.T.published["linearization/A"][-1]), expected.A)
+        np.testing.assert_array_equal(msg_to_matrix(rb.T.published["linearization/B"][-1]), expected.B)
+    assert rb.count() == 3 and rb.warnings() == []
+    said = [t for lvl, t in rb.T.logger.lines if "is empty; taking it as zero" in t]
+    assert len(said) == 2 and said[0].startswith("joint_states: velocity") and said[1].startswith("joint_states: effort")
+
+
+@pytest.mark.parametrize("empty", ["velocity", "effort"])
+def test_empty_velocity_or_effort_dropped_when_not_allowed(empty):
+    rb = Robot({"robot": "ur5", "warn_period": 0, "allow_empty_velocity_effort": False})
+    x = rb.state()
+    x["r" if empty == "velocity" else "tau"] = np.array([])
+    rb.send(x)
+    assert rb.count() == 0
+    assert rb.warnings()[-1].startswith(f"joint_states: {empty} is empty (allow_empty_velocity_effort is false")
+    rb.send()
+    assert rb.count() == 1
+
+
+def test_empty_position_is_dropped():
+    rb = Robot({"robot": "ur5", "warn_period": 0})
+    x = rb.state()
+    rb.T.deliver("joint_states", joint_state_msg(rb.T.types, rb.t + SEC, rb.model.joint_names, [], x["r"], x["tau"]))
+    assert rb.count() == 0 and "joint_states: position has 0 entries for 6 names" in rb.warnings()[-1]
 
 
 def _bad_then_good(rb, pattern, send_bad):

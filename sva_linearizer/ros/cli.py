@@ -10,7 +10,7 @@ import argparse
 import os
 import sys
 
-from .node import DEFAULT_PARAMETERS, NODE_NAME
+from .node import DEFAULT_PARAMETERS, NODE_NAME, PARAMETER_TYPES
 
 
 def _add_node_arguments(p):
@@ -104,7 +104,7 @@ def run_node(args, ros_args=()) -> int:
         return 2
     try:
         if kind == "rclpy":
-            params = transport.get_parameters(DEFAULT_PARAMETERS)
+            params = transport.get_parameters(DEFAULT_PARAMETERS, PARAMETER_TYPES)
         node = LinearizerNode(transport, params)
         if kind == "rclpy":
             transport.publish_parameters(node.params)   # read back: the values in use

@@ -7,8 +7,10 @@ node parameters. It
   else ``robot`` (a name known to :mod:`sva_linearizer.robots`), else from the robot_description
   topic (std_msgs/String, reliable + transient-local, as robot_state_publisher publishes it; a new
   description replaces the model, a malformed one is reported and ignored);
-* subscribes ``joint_states`` (sensor_msgs/JointState, mapped by joint name; ``effort`` is the
-  joint torque tau, all zeros when ``effort`` is empty) and, for a floating base, ``odom``
+* subscribes ``joint_states`` (sensor_msgs/JointState, mapped by joint name: ``position``
+  required, ``velocity`` and ``effort`` (the joint torque tau) may be empty as ROS 2 allows, and are
+  then zero, said once in the log; ``allow_empty_velocity_effort: false`` drops such messages
+  instead) and, for a floating base, ``odom
   (nav_msgs/Odometry: pose of the base in the world frame, twist in the base frame per REP 105,
   i.e. exactly the body twist [v_lin; w] of the library's ``v``);
 * for every joint state it gets to (subscription depth 1, so a slow node drops to the newest state
@@ -69,6 +71,7 @@ DEFAULT_PARAMETERS = {
     "time_reset_threshold": 1.0,  # s; a larger step back in stamps is a clock reset
     "warn_period": 2.0,           # s between two warnings of the same kind; 0: no throttling
     "ignore_unknown_joints": False,  # true: names not in the model are ignored instead of rejected
+    "allow_empty_velocity_effort": True,  # empty JointState velocity / effort: zero; false: dropped
     "joint_states_topic": "joint_states",
     "odom_topic": "odom",
     # contacts (module docstring, README "Contacts in the node"): parallel arrays, one entry per contact frame; the
@@ -84,6 +87,21 @@ DEFAULT_PARAMETERS = {
     "contacts_topic": "contacts",              # sensor_msgs/JointState: the active contact set
     "contact_forces_topic": "contact_forces",  # geometry_msgs/WrenchStamped per contact (mode forces)
     "max_contacts_age": 0.1,      # s, |joint state stamp - contact set / force stamp| allowed
+}
+
+#: Parameter name -> its ROS 2 type, as the rclpy transport declares it (statically typed, so that
+#: an empty list reads back as a string or double array). ``floating_base`` left unset means
+#: "auto" (the named robot's default) and reads back as the value in use.
+PARAMETER_TYPES = {
+    "robot_description": "string", "urdf_path": "string", "robot": "string",
+    "robot_description_topic": "string", "floating_base": "bool", "gravity": "double_array",
+    "max_rate": "double", "max_odom_age": "double", "quaternion_tolerance": "double",
+    "time_reset_threshold": "double", "warn_period": "double", "ignore_unknown_joints": "bool",
+    "allow_empty_velocity_effort": "bool", "joint_states_topic": "string", "odom_topic": "string",
+    "contact_frames": "string_array", "contact_kinds": "string_array", "contact_references": "string_array",
+    "contact_offsets": "double_array", "contact_baumgarte_kp": "double_array",
+    "contact_baumgarte_kd": "double_array", "contact_mode": "string", "contacts_default_active": "bool",
+    "contacts_topic": "string", "contact_forces_topic": "string", "max_contacts_age": "double",
 }
 
 # QoS profiles, transport-neutral (reliability, durability, depth).
@@ -189,6 +207,40 @@ def contact_specs(p: dict) -> list:
             for f, k, r, o, kp, kd in zip(frames, kinds, refs, offsets, kps, kds)]
 
 
+_TYPE_NAMES = {"string": "a string", "bool": "true or false", "double": "a number",
+               "string_array": "a list of strings", "double_array": "a list of numbers"}
+
+
+def typed_parameter_value(name: str, value, kind: str | None = None):
+    """A parameter value in its declared ROS 2 type (``PARAMETER_TYPES``): integers become doubles
+    (``-p max_rate:=100``), tuples and arrays lists; None stays None (unset). ``floating_base``
+    "auto" is unset. Raises ValueError naming the parameter and the type it needs."""
+    kind = kind or PARAMETER_TYPES[name]
+    if value is None or (name == "floating_base" and value == "auto"):
+        return None
+    ok = None
+    if kind == "string" and isinstance(value, str):
+        ok = value
+    elif kind == "bool" and isinstance(value, bool):
+        ok = value
+    elif kind == "double" and isinstance(value, (int, float)) and not isinstance(value, bool):
+        ok = float(value)
+    elif kind.endswith("_array") and not isinstance(value, (str, bytes, dict)):
+        try:
+            items = list(value)
+        except TypeError:
+            items = None
+        if items is not None and kind == "string_array" and all(isinstance(x, str) for x in items):
+            ok = items
+        elif items is not None and kind == "double_array" and all(
+                isinstance(x, (int, float)) and not isinstance(x, bool) for x in items):
+            ok = [float(x) for x in items]
+    if ok is None:
+        raise ValueError(f"parameter {name}: expected {_TYPE_NAMES[kind]} ({kind.replace('_', ' ')}), "
+                         f"got {value!r}")
+    return ok
+
+
 def _ros_builtin(name):
     """Parameters every ROS 2 node has (launch files set them); not the node's own."""
     return name in ("use_sim_time", "start_type_description_service") or name.startswith("qos_overrides.")
@@ -215,7 +267,7 @@ def normalize_parameters(params: dict) -> dict:
                 p["floating_base"] = default_floating_base(p["robot"])
             except ValueError:
                 pass  # unknown name: reported when the model is built
-    for k in ("floating_base", "ignore_unknown_joints", "contacts_default_active"):
+    for k in ("floating_base", "ignore_unknown_joints", "allow_empty_velocity_effort", "contacts_default_active"):
         p[k] = _as_bool(p[k], k)
     for k in ("max_rate", "max_odom_age", "quaternion_tolerance", "time_reset_threshold", "warn_period",
               "max_contacts_age"):
@@ -357,6 +409,7 @@ class LinearizerNode:
                                    "odom: no valid odometry yet (a floating base needs odom)")
         self._perm_cache: dict = {}
         self._index = {}
+        self._said_empty: set = set()      # JointState fields already reported empty (said once)
         # contacts: the configured ones (sl.Contact, frames checked when the model is built), the
         # buffered contact sets (tuples of bools in configuration order) and forces (per frame)
         self.contacts = contact_specs(p)
@@ -507,8 +560,15 @@ class LinearizerNode:
 
     def _field(self, values, name, n, perm, allow_empty=False):
         arr = np.asarray(values, dtype=float).reshape(-1)
-        if arr.size == 0 and allow_empty:
+        if arr.size == 0 and n > 0 and allow_empty:
+            if name not in self._said_empty:
+                self._said_empty.add(name)
+                self.log.info(f"joint_states: {name} is empty; taking it as zero for every joint "
+                              f"(said once; allow_empty_velocity_effort: false drops such messages)")
             return np.zeros(len(perm))
+        if arr.size == 0 and n > 0 and name != "position":
+            return (f"joint_states: {name} is empty (allow_empty_velocity_effort is false: "
+                    f"velocity and effort are required)")
         if arr.size != n:
             return f"joint_states: {name} has {arr.size} entries for {n} names"
         out = arr[perm]
@@ -639,8 +699,9 @@ class LinearizerNode:
             return self._reject("joint_states_names", perm)
         n = len(names)
         s = self._field(msg.position, "position", n, perm)
-        r = self._field(msg.velocity, "velocity", n, perm) if not isinstance(s, str) else s
-        tau = self._field(msg.effort, "effort", n, perm, allow_empty=True) if not isinstance(r, str) else r
+        empty_ok = p["allow_empty_velocity_effort"]
+        r = self._field(msg.velocity, "velocity", n, perm, allow_empty=empty_ok) if not isinstance(s, str) else s
+        tau = self._field(msg.effort, "effort", n, perm, allow_empty=empty_ok) if not isinstance(r, str) else r
         if isinstance(tau, str):
             return self._reject("joint_states_values", tau)
 
