@@ -6,11 +6,12 @@ node parameters. It
 * holds the model, built from the ``robot_description`` parameter (URDF XML), else ``urdf_path``,
   else ``robot`` (a name known to :mod:`sva_linearizer.robots`), else from the robot_description
   topic (std_msgs/String, reliable + transient-local, as robot_state_publisher publishes it; a new
-  description replaces the model, a malformed one is reported and ignored);
+  description replaces the model, a malformed one is reported and ignored); a model named by a
+  parameter that cannot be built raises :class:`ModelLoadError` (the node does not start);
 * subscribes ``joint_states`` (sensor_msgs/JointState, mapped by joint name: ``position``
   required, ``velocity`` and ``effort`` (the joint torque tau) may be empty as ROS 2 allows, and are
   then zero, said once in the log; ``allow_empty_velocity_effort: false`` drops such messages
-  instead) and, for a floating base, ``odom
+  instead) and, for a floating base, ``odom``
   (nav_msgs/Odometry: pose of the base in the world frame, twist in the base frame per REP 105,
   i.e. exactly the body twist [v_lin; w] of the library's ``v``);
 * for every joint state it gets to (subscription depth 1, so a slow node drops to the newest state
@@ -44,6 +45,7 @@ the node forgets its history and carries on; a smaller step back is "out of orde
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections import deque
 
@@ -117,6 +119,10 @@ QOS_FORCES = dict(reliable=False, transient_local=False, depth=32)  # one sample
 QOS_STATE_PUB = dict(reliable=True, transient_local=False, depth=10)
 QOS_DESCRIPTION = dict(reliable=True, transient_local=True, depth=1)  # as robot_state_publisher
 QOS_OUTPUT = dict(reliable=True, transient_local=False, depth=10)
+
+
+class ModelLoadError(ValueError):
+    """The model the node's parameters name cannot be built (one-line message)."""
 
 
 def _as_bool(v, name):
@@ -430,7 +436,9 @@ class LinearizerNode:
                 source = key
                 break
         if source is not None:
-            self._load_model(source, p[source])
+            problem = self._load_model(source, p[source])
+            if problem is not None:   # a model the parameters name must load: no waiting for a topic
+                raise ModelLoadError(problem)
         # endpoints after the model (and the kernels' warm-up): once they are visible, it is ready
         self._pub_a = transport.create_publisher(TOPIC_A, "std_msgs/msg/Float64MultiArray", QOS_OUTPUT)
         self._pub_b = transport.create_publisher(TOPIC_B, "std_msgs/msg/Float64MultiArray", QOS_OUTPUT)
@@ -464,7 +472,9 @@ class LinearizerNode:
                                       self.on_joint_state, QOS_STATE)
 
     # ------------------------------------------------------------------ model
-    def _load_model(self, source, value):
+    def _load_model(self, source, value) -> str | None:
+        """Build the model from ``source`` (robot_description, urdf_path, robot or topic) and warm
+        it up -> None, or the problem in one line (the model in use, if any, stays)."""
         p = self.params
         try:
             if source == "robot":
@@ -481,8 +491,11 @@ class LinearizerNode:
         except Exception as e:  # any parser/model error: report, keep what we had
             what = {"topic": "robot_description (topic)",
                     "robot_description": "robot_description (parameter)"}.get(source, source)
-            self._reject("robot_description", f"{what}: cannot build a model ({type(e).__name__}: {e})")
-            return False
+            text = " ".join(str(e).split())
+            if "example-robot-data" in text:
+                distro = os.environ.get("ROS_DISTRO") or "<distro>"
+                text += f"; with ROS 2: rosdep key example-robot-data (sudo apt install ros-{distro}-example-robot-data)"
+            return f"{what}: cannot build a model ({type(e).__name__}: {text})"
         # warm-up: the first linearization compiles the kernels (numba, cached on disk; up to tens
         # of seconds on a fresh install) - better now than on the first joint state
         t0 = time.perf_counter()
@@ -517,10 +530,12 @@ class LinearizerNode:
                 f"{c.frame} ({c.kind}, {c.reference})" for c in self.contacts)
                 + f"; {'all' if p['contacts_default_active'] else 'none'} active until a contact set "
                   f"arrives on {p['contacts_topic']}")
-        return True
+        return None
 
     def on_robot_description(self, msg, recv_ns=None):
-        self._load_model("topic", msg.data)
+        problem = self._load_model("topic", msg.data)
+        if problem is not None:
+            self._reject("robot_description", problem)
 
     # ---------------------------------------------------------------- helpers
     def _reject(self, key, text):

@@ -23,7 +23,8 @@ system on the same domain sees its topics (``ros2 topic echo`` works), though no
 
 :class:`RclpyTransport` is a real rclpy node (see its docstring for signals, spinning, parameters).
 
-:func:`make_transport` picks rclpy when it is importable and DDS otherwise (``kind="auto"``).
+:func:`make_transport` builds the one :func:`.prerequisites.choose_transport` picks (``kind="auto"``:
+rclpy when it imports, else DDS; what is missing for it is an error, never a switch to the other).
 """
 from __future__ import annotations
 
@@ -36,6 +37,7 @@ import time
 import types as _pytypes
 
 from .messages import ROS_TYPES
+from .prerequisites import TransportUnavailable, choose_transport
 
 
 def types_namespace(by_ros_name):
@@ -224,8 +226,8 @@ class DdsTransport:
             from cyclonedds.core import WaitSet
             from cyclonedds.domain import Domain, DomainParticipant
         except ImportError as e:
-            raise RuntimeError(f"the DDS transport needs the cyclonedds package ({e}): "
-                               "pip install cyclonedds, or install sva_linearizer[dds]") from None
+            raise TransportUnavailable(f"the DDS transport needs the cyclonedds package ({e}): "
+                                       "pip install 'sva_linearizer[dds]' (or pip install cyclonedds)") from None
 
         from . import dds_types
 
@@ -388,23 +390,6 @@ def _dds_delete(entity):
 
 
 # -------------------------------------------------------------------------------------- rclpy
-def rclpy_available() -> bool:
-    try:
-        import rclpy  # noqa: F401
-        import sensor_msgs.msg  # noqa: F401
-        import nav_msgs.msg  # noqa: F401
-        import std_msgs.msg  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-def require_rclpy():
-    if not rclpy_available():
-        raise RuntimeError("transport rclpy requested but rclpy (ROS 2) is not importable; "
-                           "source your ROS 2 setup or use --transport dds")
-
-
 class RclpyTransport:
     """Thin adapter over a real rclpy node (ROS 2 Humble or newer).
 
@@ -633,13 +618,10 @@ def _rclpy_type(kind: str):
 
 
 def make_transport(kind="auto", node_name="sva_linearizer", **kwargs):
-    """``kind``: "auto" (rclpy if importable, else DDS), "rclpy" or "dds"."""
-    if kind not in ("auto", "rclpy", "dds"):
-        raise ValueError(f"transport must be auto, rclpy or dds, got {kind!r}")
-    if kind == "auto":
-        kind = "rclpy" if rclpy_available() else "dds"
+    """``kind``: "auto" (rclpy if it imports, else DDS), "rclpy" or "dds"; TransportUnavailable
+    (one line: what is missing, how to install it) when the chosen transport cannot run."""
+    kind = choose_transport(kind)
     if kind == "rclpy":
-        require_rclpy()
         return RclpyTransport(node_name, args=kwargs.get("args"),
                               parameter_overrides=kwargs.get("parameter_overrides"),
                               namespace=kwargs.get("namespace", ""), domain_id=kwargs.get("domain_id"))
