@@ -20,7 +20,7 @@ rclpy = pytest.importorskip("rclpy", reason="rclpy (ROS 2) is not installed")
 _ament = pytest.importorskip("ament_index_python.packages", reason="ament_index_python (ROS 2) is not installed")
 try:
     _prefix = _ament.get_package_prefix("sva_linearizer")
-except _ament.PackageNotFoundError:
+except (_ament.PackageNotFoundError, OSError):   # OSError: AMENT_PREFIX_PATH unset or empty
     pytest.skip("sva_linearizer is not in an ament index (AMENT_PREFIX_PATH): colcon build and source "
                 "install/setup.bash to run the launch test", allow_module_level=True)
 if not os.access(os.path.join(_prefix, "lib", "sva_linearizer", "linearizer_node"), os.X_OK):

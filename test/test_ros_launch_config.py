@@ -173,3 +173,18 @@ def test_launch_file_passes_robot_and_namespace(launch_file):
 def test_launch_file_stops_on_unknown_robot(launch_file):
     with pytest.raises(LaunchConfigError, match="shipped configs: " + ", ".join(SHIPPED)):
         _run(launch_file, robot="bogus")
+
+
+@pytest.mark.parametrize("prefix", [None, "empty"])
+def test_outside_an_ament_index_the_error_says_how_to_get_in(monkeypatch, tmp_path, prefix):
+    pytest.importorskip("ament_index_python", reason="ament_index_python (ROS 2) is not installed")
+    from sva_linearizer.ros.launch_config import package_config_dir
+
+    if prefix is None:
+        monkeypatch.delenv("AMENT_PREFIX_PATH", raising=False)
+    else:
+        monkeypatch.setenv("AMENT_PREFIX_PATH", str(tmp_path))
+    with pytest.raises(LaunchConfigError, match="not in the ament index .*source install/setup.bash"):
+        package_config_dir()
+    with pytest.raises(LaunchConfigError, match="not in the ament index"):
+        resolve_launch(robot="ur5")

@@ -56,7 +56,7 @@ def package_config_dir() -> pathlib.Path:
                                 "(rosdep key ament_index_python)") from None
     try:
         return pathlib.Path(get_package_share_directory(PACKAGE)) / "config"
-    except PackageNotFoundError:
+    except (PackageNotFoundError, OSError):   # OSError: AMENT_PREFIX_PATH unset or empty
         raise LaunchConfigError(f"package {PACKAGE} is not in the ament index (AMENT_PREFIX_PATH): "
                                 "build it with colcon and source install/setup.bash") from None
 
