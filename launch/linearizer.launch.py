@@ -4,38 +4,37 @@
     ros2 launch sva_linearizer linearizer.launch.py config:=/path/to/my_robot.yaml namespace:=robot1
 
 Arguments:
-    robot      name of a config shipped in the package's config/ directory (solo12, anymal_c, ur5,
-               panda, quadruped, g1_29dof, talos); default solo12
-    config     a ROS 2 parameter file; default <share>/sva_linearizer/config/<robot>.yaml
+    robot      name of a config shipped in the package's config/ directory (anymal_c, g1_29dof,
+               panda, quadruped, solo12, talos, ur5); default solo12
+    config     a ROS 2 parameter file for the node; when given, robot is not used
     namespace  node namespace (its topics joint_states, odom, linearization/* are relative)
+
+A robot without a shipped config, or a config file that does not exist or does not check, stops
+the launch with one error line that lists the shipped configs. The decisions are made by
+sva_linearizer.ros.launch_config (tested without launch); this file uses only actions and
+substitutions that launch / launch_ros of Humble, Jazzy and Kilted all have.
 """
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument
-from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
+from launch.actions import DeclareLaunchArgument, OpaqueFunction
+from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
-from launch_ros.substitutions import FindPackageShare
+
+
+def _node(context):
+    from sva_linearizer.ros.launch_config import resolve_launch
+
+    plan = resolve_launch(robot=LaunchConfiguration("robot").perform(context),
+                          config=LaunchConfiguration("config").perform(context),
+                          namespace=LaunchConfiguration("namespace").perform(context))
+    return [Node(**plan.node_arguments())]
 
 
 def generate_launch_description():
-    robot = LaunchConfiguration("robot")
-    config = LaunchConfiguration("config")
-    namespace = LaunchConfiguration("namespace")
     return LaunchDescription([
         DeclareLaunchArgument("robot", default_value="solo12",
                               description="robot config name: config/<robot>.yaml of this package"),
-        DeclareLaunchArgument(
-            "config",
-            default_value=PathJoinSubstitution([FindPackageShare("sva_linearizer"), "config",
-                                                [robot, ".yaml"]]),
-            description="ROS 2 parameter file for the node (overrides robot)"),
+        DeclareLaunchArgument("config", default_value="",
+                              description="ROS 2 parameter file for the node (overrides robot)"),
         DeclareLaunchArgument("namespace", default_value="", description="node namespace"),
-        Node(
-            package="sva_linearizer",
-            executable="linearizer_node",
-            name="sva_linearizer",
-            namespace=namespace,
-            parameters=[config],
-            output="screen",
-            emulate_tty=True,
-        ),
+        OpaqueFunction(function=_node),
     ])

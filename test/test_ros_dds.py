@@ -14,7 +14,8 @@ import pytest
 
 import sva_linearizer as sl
 from fd_tools import e_max
-from ros_helpers.cases import check_A_B, check_bad_inputs, check_standing_contacts, random_input as _random_input
+from ros_helpers.cases import (check_A_B, check_bad_inputs, check_position_only, check_standing_contacts,
+                               random_input as _random_input)
 from ros_helpers.dds_harness import Harness
 from sva_linearizer.robots import robot_urdf_path
 
@@ -31,6 +32,17 @@ def test_A_B_over_dds_equal_library_and_pinocchio(robot, floating):
     try:
         h.wait_ready()
         check_A_B(h, robot, floating)
+    finally:
+        h.close()
+
+
+@pytest.mark.parametrize("robot,floating", [("solo12", True), ("ur5", False)])
+def test_position_only_joint_states_over_dds(robot, floating):
+    flag = "--floating-base" if floating else "--fixed-base"
+    h = Harness(["--robot", robot, flag, "--param", "max_odom_age=0.5"])
+    try:
+        h.wait_ready()
+        check_position_only(h, robot, floating)
     finally:
         h.close()
 

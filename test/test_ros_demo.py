@@ -45,3 +45,16 @@ def test_bench_node_smoke(transport):
     row = [line.split() for line in out.splitlines() if line.startswith(transport)]
     assert len(row) == 1 and row[0][1] == "quadruped" and row[0][-1] == "ms", out
     assert float(row[0][6].rstrip("Hz")) > 50, out      # output rate: pairs arrived
+
+
+def test_bench_node_soak_smoke():
+    """`bench-node --soak`, briefly: the node's memory at start and end, pairs completed by the node
+    and received complete, none lost; the exit code follows the printed verdict."""
+    rc, out = _run(["bench-node", "--soak", "--robots", "quadruped", "--rates", "100", "--seconds", "3",
+                    "--warmup", "1", "--report-every", "1"], timeout=240)
+    import re
+    assert re.search(r"node resident memory: [\d.]+ MiB at the first pair, [\d.]+ MiB at the start, "
+                     r"[\d.]+ MiB at the end \([+-][\d.]+%\)", out), out
+    m = re.search(r"pairs completed by the node: (\d+); pairs received complete: (\d+) .*; lost: (\d+)", out)
+    assert m and int(m.group(1)) > 0 and int(m.group(1)) == int(m.group(2)) and m.group(3) == "0", out
+    assert rc == (0 if "goal (memory flat within 1%, no completed pair lost): met" in out else 1), out

@@ -3,8 +3,11 @@ config, publish joint states with rclpy, and check that A, B and the pair record
 
 Needs the package built and sourced (colcon build; source install/setup.bash), then
 `colcon test --packages-select sva_linearizer` or `launch_test test/test_ros_launch.py`; under plain
-pytest, launch_testing's plugin collects it. Skipped where launch_testing is not installed.
+pytest, launch_testing's plugin collects it. Skipped, with the reason, where launch_testing,
+launch_ros or rclpy is not installed, or where sva_linearizer is not in an ament index with its
+linearizer_node executable (e.g. a `pip install -e` environment).
 """
+import os
 import pathlib
 import time
 import unittest
@@ -12,7 +15,17 @@ import unittest
 import pytest
 
 launch_testing = pytest.importorskip("launch_testing", reason="launch_testing (ROS 2) is not installed")
+pytest.importorskip("launch_ros", reason="launch_ros (ROS 2) is not installed")
 rclpy = pytest.importorskip("rclpy", reason="rclpy (ROS 2) is not installed")
+_ament = pytest.importorskip("ament_index_python.packages", reason="ament_index_python (ROS 2) is not installed")
+try:
+    _prefix = _ament.get_package_prefix("sva_linearizer")
+except (_ament.PackageNotFoundError, OSError):   # OSError: AMENT_PREFIX_PATH unset or empty
+    pytest.skip("sva_linearizer is not in an ament index (AMENT_PREFIX_PATH): colcon build and source "
+                "install/setup.bash to run the launch test", allow_module_level=True)
+if not os.access(os.path.join(_prefix, "lib", "sva_linearizer", "linearizer_node"), os.X_OK):
+    pytest.skip(f"the ament index's sva_linearizer ({_prefix}) has no lib/sva_linearizer/linearizer_node",
+                allow_module_level=True)
 
 import launch  # noqa: E402
 import launch.actions  # noqa: E402

@@ -2,13 +2,14 @@
 import numpy as np
 import pytest
 
-import sva_linearizer as sl
-from ros_helpers.fake_transport import FakeTransport
-from sva_linearizer.ros.messages import (Pairer, crc32_hex, joint_state_msg, matrix_payload, msg_to_matrix,
-                                         odometry_msg, parse_pair_frame_id, stamp_to_ns)
-from sva_linearizer.ros.node import LinearizerNode, Throttle, normalize_parameters
+pytest.importorskip("cyclonedds", reason="the in-memory transport's message classes come from the DDS "
+                                        "transport's cyclonedds types (pip install 'sva_linearizer[dds]')")
 
-pytest.importorskip("cyclonedds", reason="the message classes come from the DDS transport")
+import sva_linearizer as sl  # noqa: E402
+from ros_helpers.fake_transport import FakeTransport  # noqa: E402
+from sva_linearizer.ros.messages import (Pairer, crc32_hex, joint_state_msg, matrix_payload,  # noqa: E402
+                                         msg_to_matrix, odometry_msg, parse_pair_frame_id, stamp_to_ns)
+from sva_linearizer.ros.node import LinearizerNode, ModelLoadError, Throttle, normalize_parameters  # noqa: E402
 
 SEC = 1_000_000_000
 
@@ -43,7 +44,8 @@ class Robot:
         names = list(self.model.joint_names) if names is None else names
         idx = [self.model.joint_names.index(n) if n in self.model.joint_names else 0 for n in names]
         tau = x["tau"][idx] if len(x["tau"]) else []
-        T.deliver("joint_states", joint_state_msg(T.types, stamp, names, x["s"][idx], x["r"][idx], tau))
+        r = x["r"][idx] if len(x["r"]) else []
+        T.deliver("joint_states", joint_state_msg(T.types, stamp, names, x["s"][idx], r, tau))
         return x, stamp
 
     def expected(self, x):
@@ -94,6 +96,39 @@ def test_fixed_base_has_no_odom_and_empty_effort_means_zero_torque():
     rb.send(x)
     np.testing.assert_array_equal(msg_to_matrix(rb.T.published["linearization/B"][0]), rb.expected(x).B)
     np.testing.assert_array_equal(msg_to_matrix(rb.T.published["linearization/A"][0]), rb.expected(x).A)
+
+
+def test_position_only_joint_states_are_zero_velocity_and_torque_said_once():
+    rb = Robot({"robot": "solo12", "warn_period": 0})
+    for _ in range(3):
+        x = rb.state()
+        x["r"], x["tau"] = np.array([]), np.array([])
+        rb.send(x)
+        expected = rb.expected(dict(x, r=np.zeros(rb.model.nj)))
+        np.testing.assert_array_equal(msg_to_matrix(rb.T.published["linearization/A"][-1]), expected.A)
+        np.testing.assert_array_equal(msg_to_matrix(rb.T.published["linearization/B"][-1]), expected.B)
+    assert rb.count() == 3 and rb.warnings() == []
+    said = [t for lvl, t in rb.T.logger.lines if "is empty; taking it as zero" in t]
+    assert len(said) == 2 and said[0].startswith("joint_states: velocity") and said[1].startswith("joint_states: effort")
+
+
+@pytest.mark.parametrize("empty", ["velocity", "effort"])
+def test_empty_velocity_or_effort_dropped_when_not_allowed(empty):
+    rb = Robot({"robot": "ur5", "warn_period": 0, "allow_empty_velocity_effort": False})
+    x = rb.state()
+    x["r" if empty == "velocity" else "tau"] = np.array([])
+    rb.send(x)
+    assert rb.count() == 0
+    assert rb.warnings()[-1].startswith(f"joint_states: {empty} is empty (allow_empty_velocity_effort is false")
+    rb.send()
+    assert rb.count() == 1
+
+
+def test_empty_position_is_dropped():
+    rb = Robot({"robot": "ur5", "warn_period": 0})
+    x = rb.state()
+    rb.T.deliver("joint_states", joint_state_msg(rb.T.types, rb.t + SEC, rb.model.joint_names, [], x["r"], x["tau"]))
+    assert rb.count() == 0 and "joint_states: position has 0 entries for 6 names" in rb.warnings()[-1]
 
 
 def _bad_then_good(rb, pattern, send_bad):
@@ -201,11 +236,16 @@ def test_robot_description_topic_malformed_then_good_then_malformed():
     assert T.count() == 1
 
 
-def test_malformed_robot_description_parameter_waits_for_topic():
-    T = FakeTransport()
-    node = LinearizerNode(T, {"robot_description": "<robot", "warn_period": 0})
-    assert node.model is None and "robot_description (parameter): cannot build a model" in T.logger.warnings()[0]
-    assert "/robot_description" in T.subs
+def test_a_model_named_by_a_parameter_must_load():
+    """No waiting on the topic for a model the parameters name: the node does not start."""
+    for params, needle in (({"robot_description": "<robot"}, "robot_description (parameter): cannot build a model"),
+                           ({"urdf_path": "/no/such.urdf"}, "urdf_path: cannot build a model"),
+                           ({"robot": "bogus"}, "robot: cannot build a model (ValueError: unknown robot 'bogus'")):
+        T = FakeTransport()
+        with pytest.raises(ModelLoadError) as e:
+            LinearizerNode(T, dict(params, warn_period=0))
+        assert str(e.value).startswith(needle) and "\n" not in str(e.value)
+        assert T.subs == {} and T.published == {}
 
 
 def test_zero_stamp_uses_receive_time_and_clock_reset_is_accepted():
@@ -497,7 +537,6 @@ def test_contact_parameters_are_checked():
                                              "contact_baumgarte_kp": 10.0, "contact_baumgarte_kd": [1, 2, 3, 4]}))
     assert [c.baumgarte for c in cs] == [(10.0, 1.0), (10.0, 2.0), (10.0, 3.0), (10.0, 4.0)]
     assert all(tuple(c.offset) == (0.0, 0.0, 0.01) and c.kind == "point" and c.reference == "local" for c in cs)
-    # a frame the model lacks: the model is refused (named), nothing is published
-    rb = Robot({"robot": "solo12", "warn_period": 0, "contact_frames": ["FL_FOOT", "LF_FOOT"]})
-    assert rb.model is None
-    assert "contact_frames: 'LF_FOOT' not a frame (link) of this model" in rb.warnings()[0]
+    # a frame the model lacks: the model is refused (named), the node does not start
+    with pytest.raises(ModelLoadError, match="contact_frames: 'LF_FOOT' not a frame \\(link\\) of this model"):
+        Robot({"robot": "solo12", "warn_period": 0, "contact_frames": ["FL_FOOT", "LF_FOOT"]})

@@ -21,7 +21,7 @@ pytest.importorskip("rclpy", reason="the rclpy tests need ROS 2's rclpy (pip ins
 import sva_linearizer as sl  # noqa: E402
 from fd_tools import e_max  # noqa: E402
 from ros_helpers.cases import (SEC, check_A_B, check_bad_inputs, check_description_topic,  # noqa: E402
-                               check_standing_contacts, random_input)
+                               check_position_only, check_standing_contacts, random_input)
 from ros_helpers.dds_harness import Harness  # noqa: E402
 from sva_linearizer.robots import robot_urdf_path  # noqa: E402
 from sva_linearizer.ros.node import DEFAULT_PARAMETERS, contact_specs, normalize_parameters  # noqa: E402
@@ -48,6 +48,17 @@ def test_bad_inputs_over_rclpy_are_dropped_and_node_recovers():
     try:
         h.wait_ready()
         check_bad_inputs(h, "solo12")
+    finally:
+        h.close()
+
+
+@pytest.mark.parametrize("robot,floating", [("solo12", True), ("ur5", False)])
+def test_position_only_joint_states_over_rclpy(robot, floating):
+    flag = "--floating-base" if floating else "--fixed-base"
+    h = Harness(["--robot", robot, flag, "--param", "max_odom_age=0.5"], node_transport="rclpy", peer="rclpy")
+    try:
+        h.wait_ready()
+        check_position_only(h, robot, floating)
     finally:
         h.close()
 
@@ -144,6 +155,55 @@ def test_linearizer_node_with_params_file(config):
             # solo12's config has its four feet, all active until a contact set arrives
             contacts = contact_specs(normalize_parameters(expected)) or None
             check_A_B(h, config, expected["floating_base"], n=1, oracle=False, contacts=contacts)
+    finally:
+        h.close()
+
+
+def _call(h, srv_type, service, request, timeout=30.0):
+    node = h.transport.node
+    client = node.create_client(srv_type, f"{h.namespace}/sva_linearizer/{service}")
+    try:
+        end = time.monotonic() + timeout
+        while not client.service_is_ready():
+            assert time.monotonic() < end, f"{service} did not appear"
+            h.spin(0.05)
+        future = client.call_async(request)
+        while not future.done():
+            assert time.monotonic() < end, f"{service} did not answer"
+            h.spin(0.05)
+        return future.result()
+    finally:
+        node.destroy_client(client)
+
+
+def test_parameters_read_back_typed_through_the_parameter_service():
+    """ur5's config leaves every contact array empty: through /sva_linearizer/describe_parameters
+    and get_parameters they are string / double arrays (rcl_interfaces/msg/ParameterType), not byte
+    arrays; an integer given for a double (-p max_rate:=100) reads back as a double."""
+    from rcl_interfaces.msg import ParameterType as T
+    from rcl_interfaces.srv import DescribeParameters, GetParameters
+
+    expected = {"contact_frames": T.PARAMETER_STRING_ARRAY, "contact_kinds": T.PARAMETER_STRING_ARRAY,
+                "contact_references": T.PARAMETER_STRING_ARRAY, "contact_offsets": T.PARAMETER_DOUBLE_ARRAY,
+                "contact_baumgarte_kp": T.PARAMETER_DOUBLE_ARRAY, "contact_baumgarte_kd": T.PARAMETER_DOUBLE_ARRAY,
+                "gravity": T.PARAMETER_DOUBLE_ARRAY, "max_rate": T.PARAMETER_DOUBLE, "robot": T.PARAMETER_STRING,
+                "floating_base": T.PARAMETER_BOOL, "allow_empty_velocity_effort": T.PARAMETER_BOOL}
+    names = list(expected)
+    h = Harness(["--ros-args", "--params-file", str(ROOT / "config" / "ur5.yaml"), "-p", "max_rate:=100"],
+                node_transport="rclpy", peer="rclpy", script=True)
+    try:
+        h.wait_ready(need_js=False)
+        described = _call(h, DescribeParameters, "describe_parameters", DescribeParameters.Request(names=names))
+        assert {d.name: d.type for d in described.descriptors} == expected
+        assert not any(d.dynamic_typing for d in described.descriptors)
+        values = _call(h, GetParameters, "get_parameters", GetParameters.Request(names=names)).values
+        got = dict(zip(names, values))
+        assert {k: v.type for k, v in got.items()} == expected
+        for k in ("contact_frames", "contact_kinds", "contact_references"):
+            assert list(got[k].string_array_value) == []
+        for k in ("contact_offsets", "contact_baumgarte_kp", "contact_baumgarte_kd"):
+            assert list(got[k].double_array_value) == []
+        assert got["max_rate"].double_value == 100.0 and got["floating_base"].bool_value is False
     finally:
         h.close()
 

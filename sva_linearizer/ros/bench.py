@@ -165,3 +165,146 @@ def run_bench(robots=("solo12", "g1_29dof"), rates=(500.0, 1000.0), seconds=10.0
                       f"{r['max']:>6.1f}ms {r['linearize']:>15} {r['cpu_per_pair']:>11.2f} ms",
                       file=out, flush=True)
     return code
+
+
+def _rss_kib(pid):
+    """Resident set size of a process in KiB from /proc (Linux); None elsewhere."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def cpu_model() -> str:
+    """The CPU's model name (what ``lscpu | grep 'Model name'`` shows), from /proc/cpuinfo."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown CPU"
+
+
+def _mib(kib):
+    return "n/a" if kib is None else f"{kib / 1024:.1f} MiB"
+
+
+def run_soak(robot="solo12", rate=1000.0, seconds=3600.0, transport="dds", pin=True, report_every=60.0,
+             warmup=30.0, out=None) -> int:
+    """The node fed at ``rate`` Hz for ``seconds`` (after ``warmup`` s), publisher, node and
+    receiver in separate processes as in :func:`bench_case`. Reports the node's resident memory
+    (at the first pair, at the start and end of the measured span, every ``report_every`` s),
+    the joint states sent, the pairs the node completed, the pairs received complete, and the pairs
+    lost (completed by the node, never received complete). Exit code 0 when no pair was lost and
+    the node's memory at the end is within 1% of the start, else 1."""
+    out = out or sys.stdout
+    if transport not in ("dds", "rclpy"):
+        raise ValueError(f"bench-node: transport must be dds or rclpy, got {transport!r}")
+    domain = private_domain_id(os.getpid() + 7)
+    env = loopback_env(domain)
+    py = sys.executable
+    plan = cpu_plan(pin)
+    load0 = os.getloadavg()
+    print(f"bench-node --soak: {robot} at {rate:g} Hz over {transport}, {seconds:g} s after a {warmup:g} s "
+          f"warm-up; {cpu_model()}, {os.cpu_count()} CPUs, load average {load0[0]:.2f} {load0[1]:.2f} "
+          f"{load0[2]:.2f}; " + (f"node pinned to CPU {sorted(plan[0])}, publisher and receiver to CPU "
+                                 f"{sorted(plan[1])}" if plan else "no CPU pinning"), file=out, flush=True)
+    own_affinity = os.sched_getaffinity(0) if plan else None
+    if plan:
+        os.sched_setaffinity(0, plan[0])
+    try:
+        node = start_process([py, "-m", "sva_linearizer.ros", "node", "--robot", robot, "--transport", transport,
+                              "--param", "warn_period=60.0"], env, "", echo=False)
+    finally:
+        if plan:
+            os.sched_setaffinity(0, plan[1])
+    got = {"pairs": 0, "max_seq": 0}
+
+    def on_pair(pair, recv_ns):
+        got["pairs"] += 1
+        got["max_seq"] = max(got["max_seq"], pair.seq)
+
+    pub = receiver = None
+    samples = []
+    try:
+        receiver = _receiver(transport, domain)
+        echo = Echo(receiver, on_pair)
+        if not receiver.wait_for_writers(echo.readers[2], 300.0):
+            raise RuntimeError(f"node did not come up: {node.lines[-5:]}")
+        pub = start_process([py, "-m", "sva_linearizer.ros", "sim", "--robot", robot, "--rate", str(rate),
+                             "--seconds", str(seconds + warmup + 1.0), "--mode", "random",
+                             "--transport", transport], env, "", echo=False)
+        deadline = time.monotonic() + 120.0
+        while not got["pairs"] and time.monotonic() < deadline and pub.poll() is None:
+            receiver.spin_once(0.1)
+        if not got["pairs"]:
+            raise RuntimeError(f"no output; node: {node.lines[-5:]}, publisher: {pub.lines[-5:]}")
+        rss_first = _rss_kib(node.pid)
+        t0 = time.monotonic()
+        while time.monotonic() < t0 + warmup and pub.poll() is None:
+            receiver.spin_once(0.05)
+        start = (time.monotonic(), _rss_kib(node.pid), got["pairs"])
+        samples.append(start)
+        next_report = start[0] + report_every
+        end_t = start[0] + seconds
+        while time.monotonic() < end_t and pub.poll() is None:
+            receiver.spin_once(0.05)
+            now = time.monotonic()
+            if now >= next_report:
+                samples.append((now, _rss_kib(node.pid), got["pairs"]))
+                t, rss, n = samples[-1]
+                dt = t - samples[-2][0]
+                print(f"  {t - start[0]:7.0f} s  node RSS {_mib(rss)}  pairs received {n}  "
+                      f"({(n - samples[-2][2]) / max(dt, 1e-9):.0f} Hz)  load {os.getloadavg()[0]:.2f}",
+                      file=out, flush=True)
+                next_report += report_every
+        samples.append((time.monotonic(), _rss_kib(node.pid), got["pairs"]))
+        # keep taking pairs while the publisher finishes, then the in-flight ones: the output
+        # readers keep the last 10 samples, so a receiver that stops spinning loses pairs
+        deadline = time.monotonic() + 60.0
+        while pub.poll() is None and time.monotonic() < deadline:
+            receiver.spin_once(0.05)
+        drain = time.monotonic() + 3.0
+        while time.monotonic() < drain:
+            receiver.spin_once(0.05)
+    finally:
+        if pub is not None:
+            stop_process(pub)
+        node_rc = stop_process(node)
+        if receiver is not None:
+            receiver.close()
+        if own_affinity:
+            os.sched_setaffinity(0, own_affinity)
+    time.sleep(0.3)   # the node's last lines (its summary) reach node.lines
+    node_text = "\n".join(node.lines)
+    published = re.search(r"published (\d+) A/B pairs", node_text)
+    dropped = re.search(r"dropped: (.*)$", node_text, re.M)
+    sent = re.search(r"sim: sent (\d+) joint states in ([\d.]+) s", "\n".join(pub.lines))
+    completed = int(published.group(1)) if published else None
+    lost = None if completed is None else completed - got["pairs"]
+    (t_a, rss_a, n_a), (t_b, rss_b, n_b) = samples[0], samples[-1]
+    rss_in = [s[1] for s in samples if s[1] is not None]
+    change = (rss_b - rss_a) / rss_a * 100.0 if rss_a and rss_b else float("nan")
+    load1 = os.getloadavg()
+    print(f"node resident memory: {_mib(rss_first)} at the first pair, {_mib(rss_a)} at the start, "
+          f"{_mib(rss_b)} at the end ({change:+.2f}%), min {_mib(min(rss_in) if rss_in else None)}, "
+          f"max {_mib(max(rss_in) if rss_in else None)} over {t_b - t_a:.0f} s", file=out)
+    print(f"joint states sent: {sent.group(1) if sent else '?'} in {sent.group(2) if sent else '?'} s; "
+          f"pairs completed by the node: {completed if completed is not None else '?'}; pairs received "
+          f"complete: {got['pairs']} (highest seq {got['max_seq']}); lost: "
+          f"{lost if lost is not None else '?'}; output {(n_b - n_a) / max(t_b - t_a, 1e-9):.0f} Hz in the "
+          f"measured span", file=out)
+    print(f"inputs the node did not turn into pairs (it drops to the newest joint state when busy): "
+          f"{int(sent.group(1)) - completed if sent and completed is not None else '?'}; node's rejects: "
+          f"{dropped.group(1) if dropped else '?'}; node exit code {node_rc}; load average at the end "
+          f"{load1[0]:.2f} {load1[1]:.2f} {load1[2]:.2f}", file=out, flush=True)
+    ok = lost == 0 and abs(change) <= 1.0
+    print(f"goal (memory flat within 1%, no completed pair lost): {'met' if ok else 'NOT met'}", file=out,
+          flush=True)
+    return 0 if ok else 1

@@ -10,7 +10,7 @@ import argparse
 import os
 import sys
 
-from .node import DEFAULT_PARAMETERS, NODE_NAME
+from .node import DEFAULT_PARAMETERS, NODE_NAME, PARAMETER_TYPES
 
 
 def _add_node_arguments(p):
@@ -78,17 +78,15 @@ def _rcl_args(args, ros_args):
 def run_node(args, ros_args=()) -> int:
     """Build the transport and the node, spin until SIGINT/SIGTERM (or --duration), exit 0."""
     from .node import LinearizerNode, normalize_parameters
-    from .transport import loopback_config, loopback_vars, make_transport, rclpy_available, require_rclpy
+    from .prerequisites import choose_transport
+    from .transport import loopback_config, loopback_vars, make_transport
 
     try:
         params, own = _collect_parameters(args, list(ros_args))
-        kind = args.transport
-        if kind == "auto":
-            kind = "rclpy" if rclpy_available() else "dds"
         checked = normalize_parameters(params)  # report a bad parameter before any entity exists
+        kind = choose_transport(args.transport)  # what it needs is there, or exit 2 saying what is not
         overrides = None
         if kind == "rclpy":
-            require_rclpy()
             from rclpy.parameter import Parameter
             overrides = [Parameter(k, value=checked[k]) for k in own if k in checked]
         if args.loopback:   # both middlewares on 127.0.0.1 (Fast DDS reads these at rclpy.init)
@@ -104,7 +102,7 @@ def run_node(args, ros_args=()) -> int:
         return 2
     try:
         if kind == "rclpy":
-            params = transport.get_parameters(DEFAULT_PARAMETERS)
+            params = transport.get_parameters(DEFAULT_PARAMETERS, PARAMETER_TYPES)
         node = LinearizerNode(transport, params)
         if kind == "rclpy":
             transport.publish_parameters(node.params)   # read back: the values in use
@@ -163,10 +161,22 @@ def _cmd_demo(args):
 
 
 def _cmd_bench(args):
-    from .bench import run_bench
+    from .bench import run_bench, run_soak
 
+    if args.soak:
+        robots = (args.robots or "solo12").split(",")
+        rates = [float(r) for r in (args.rates or "1000").split(",")]
+        transports = args.transport.split(",")
+        if len(robots) != 1 or len(rates) != 1 or len(transports) != 1:
+            print("sva-linearizer bench-node --soak: one robot, one rate and one transport", file=sys.stderr)
+            return 2
+        return _reporting_errors("bench-node", lambda: run_soak(
+            robot=robots[0], rate=rates[0], seconds=args.seconds if args.seconds is not None else 3600.0,
+            transport=transports[0], pin=not args.no_pin, report_every=args.report_every, warmup=args.warmup))
     return _reporting_errors("bench-node", lambda: run_bench(
-        robots=args.robots.split(","), rates=[float(r) for r in args.rates.split(",")], seconds=args.seconds,
+        robots=(args.robots or "solo12,g1_29dof").split(","),
+        rates=[float(r) for r in (args.rates or "500,1000").split(",")],
+        seconds=args.seconds if args.seconds is not None else 10.0,
         transports=args.transport.split(","), pin=not args.no_pin))
 
 
@@ -199,9 +209,19 @@ def add_subcommands(subparsers):
 
     b = subparsers.add_parser("bench-node", help="node output rate and latency over loopback DDS or ROS 2 "
                                                  "(publisher, node and receiver in separate processes)")
-    b.add_argument("--robots", default="solo12,g1_29dof", help="comma-separated robot names")
-    b.add_argument("--rates", default="500,1000", help="comma-separated input rates in Hz")
-    b.add_argument("--seconds", type=float, default=10.0, help="measurement time per case (default 10)")
+    b.add_argument("--robots", default=None, help="comma-separated robot names (default solo12,g1_29dof; "
+                                                  "--soak: solo12)")
+    b.add_argument("--rates", default=None, help="comma-separated input rates in Hz (default 500,1000; "
+                                                 "--soak: 1000)")
+    b.add_argument("--seconds", type=float, default=None,
+                   help="measurement time per case (default 10; --soak: 3600)")
+    b.add_argument("--soak", action="store_true",
+                   help="one long run: the node's resident memory over time (start, end, every "
+                        "--report-every s), joint states sent, pairs completed by the node, received "
+                        "complete and lost; exit code 1 if a pair was lost or memory moved more than 1%%")
+    b.add_argument("--report-every", type=float, default=60.0, help="--soak: seconds between progress lines")
+    b.add_argument("--warmup", type=float, default=30.0,
+                   help="--soak: seconds of output before the measured span starts (default 30)")
     b.add_argument("--transport", default="dds",
                    help="the node's transport (and the publisher's and receiver's): dds, rclpy, or both "
                         "comma-separated (default dds)")

@@ -6,9 +6,12 @@ node parameters. It
 * holds the model, built from the ``robot_description`` parameter (URDF XML), else ``urdf_path``,
   else ``robot`` (a name known to :mod:`sva_linearizer.robots`), else from the robot_description
   topic (std_msgs/String, reliable + transient-local, as robot_state_publisher publishes it; a new
-  description replaces the model, a malformed one is reported and ignored);
-* subscribes ``joint_states`` (sensor_msgs/JointState, mapped by joint name; ``effort`` is the
-  joint torque tau, all zeros when ``effort`` is empty) and, for a floating base, ``odom``
+  description replaces the model, a malformed one is reported and ignored); a model named by a
+  parameter that cannot be built raises :class:`ModelLoadError` (the node does not start);
+* subscribes ``joint_states`` (sensor_msgs/JointState, mapped by joint name: ``position``
+  required, ``velocity`` and ``effort`` (the joint torque tau) may be empty as ROS 2 allows, and are
+  then zero, said once in the log; ``allow_empty_velocity_effort: false`` drops such messages
+  instead) and, for a floating base, ``odom``
   (nav_msgs/Odometry: pose of the base in the world frame, twist in the base frame per REP 105,
   i.e. exactly the body twist [v_lin; w] of the library's ``v``);
 * for every joint state it gets to (subscription depth 1, so a slow node drops to the newest state
@@ -42,6 +45,7 @@ the node forgets its history and carries on; a smaller step back is "out of orde
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections import deque
 
@@ -69,6 +73,7 @@ DEFAULT_PARAMETERS = {
     "time_reset_threshold": 1.0,  # s; a larger step back in stamps is a clock reset
     "warn_period": 2.0,           # s between two warnings of the same kind; 0: no throttling
     "ignore_unknown_joints": False,  # true: names not in the model are ignored instead of rejected
+    "allow_empty_velocity_effort": True,  # empty JointState velocity / effort: zero; false: dropped
     "joint_states_topic": "joint_states",
     "odom_topic": "odom",
     # contacts (module docstring, README "Contacts in the node"): parallel arrays, one entry per contact frame; the
@@ -86,6 +91,21 @@ DEFAULT_PARAMETERS = {
     "max_contacts_age": 0.1,      # s, |joint state stamp - contact set / force stamp| allowed
 }
 
+#: Parameter name -> its ROS 2 type, as the rclpy transport declares it (statically typed, so that
+#: an empty list reads back as a string or double array). ``floating_base`` left unset means
+#: "auto" (the named robot's default) and reads back as the value in use.
+PARAMETER_TYPES = {
+    "robot_description": "string", "urdf_path": "string", "robot": "string",
+    "robot_description_topic": "string", "floating_base": "bool", "gravity": "double_array",
+    "max_rate": "double", "max_odom_age": "double", "quaternion_tolerance": "double",
+    "time_reset_threshold": "double", "warn_period": "double", "ignore_unknown_joints": "bool",
+    "allow_empty_velocity_effort": "bool", "joint_states_topic": "string", "odom_topic": "string",
+    "contact_frames": "string_array", "contact_kinds": "string_array", "contact_references": "string_array",
+    "contact_offsets": "double_array", "contact_baumgarte_kp": "double_array",
+    "contact_baumgarte_kd": "double_array", "contact_mode": "string", "contacts_default_active": "bool",
+    "contacts_topic": "string", "contact_forces_topic": "string", "max_contacts_age": "double",
+}
+
 # QoS profiles, transport-neutral (reliability, durability, depth).
 # The input subscriptions are best effort: in ROS 2 (DDS) a best-effort subscription matches both
 # reliable and best-effort publishers, a reliable one only reliable publishers, and many drivers
@@ -99,6 +119,10 @@ QOS_FORCES = dict(reliable=False, transient_local=False, depth=32)  # one sample
 QOS_STATE_PUB = dict(reliable=True, transient_local=False, depth=10)
 QOS_DESCRIPTION = dict(reliable=True, transient_local=True, depth=1)  # as robot_state_publisher
 QOS_OUTPUT = dict(reliable=True, transient_local=False, depth=10)
+
+
+class ModelLoadError(ValueError):
+    """The model the node's parameters name cannot be built (one-line message)."""
 
 
 def _as_bool(v, name):
@@ -189,6 +213,40 @@ def contact_specs(p: dict) -> list:
             for f, k, r, o, kp, kd in zip(frames, kinds, refs, offsets, kps, kds)]
 
 
+_TYPE_NAMES = {"string": "a string", "bool": "true or false", "double": "a number",
+               "string_array": "a list of strings", "double_array": "a list of numbers"}
+
+
+def typed_parameter_value(name: str, value, kind: str | None = None):
+    """A parameter value in its declared ROS 2 type (``PARAMETER_TYPES``): integers become doubles
+    (``-p max_rate:=100``), tuples and arrays lists; None stays None (unset). ``floating_base``
+    "auto" is unset. Raises ValueError naming the parameter and the type it needs."""
+    kind = kind or PARAMETER_TYPES[name]
+    if value is None or (name == "floating_base" and value == "auto"):
+        return None
+    ok = None
+    if kind == "string" and isinstance(value, str):
+        ok = value
+    elif kind == "bool" and isinstance(value, bool):
+        ok = value
+    elif kind == "double" and isinstance(value, (int, float)) and not isinstance(value, bool):
+        ok = float(value)
+    elif kind.endswith("_array") and not isinstance(value, (str, bytes, dict)):
+        try:
+            items = list(value)
+        except TypeError:
+            items = None
+        if items is not None and kind == "string_array" and all(isinstance(x, str) for x in items):
+            ok = items
+        elif items is not None and kind == "double_array" and all(
+                isinstance(x, (int, float)) and not isinstance(x, bool) for x in items):
+            ok = [float(x) for x in items]
+    if ok is None:
+        raise ValueError(f"parameter {name}: expected {_TYPE_NAMES[kind]} ({kind.replace('_', ' ')}), "
+                         f"got {value!r}")
+    return ok
+
+
 def _ros_builtin(name):
     """Parameters every ROS 2 node has (launch files set them); not the node's own."""
     return name in ("use_sim_time", "start_type_description_service") or name.startswith("qos_overrides.")
@@ -215,7 +273,7 @@ def normalize_parameters(params: dict) -> dict:
                 p["floating_base"] = default_floating_base(p["robot"])
             except ValueError:
                 pass  # unknown name: reported when the model is built
-    for k in ("floating_base", "ignore_unknown_joints", "contacts_default_active"):
+    for k in ("floating_base", "ignore_unknown_joints", "allow_empty_velocity_effort", "contacts_default_active"):
         p[k] = _as_bool(p[k], k)
     for k in ("max_rate", "max_odom_age", "quaternion_tolerance", "time_reset_threshold", "warn_period",
               "max_contacts_age"):
@@ -357,6 +415,7 @@ class LinearizerNode:
                                    "odom: no valid odometry yet (a floating base needs odom)")
         self._perm_cache: dict = {}
         self._index = {}
+        self._said_empty: set = set()      # JointState fields already reported empty (said once)
         # contacts: the configured ones (sl.Contact, frames checked when the model is built), the
         # buffered contact sets (tuples of bools in configuration order) and forces (per frame)
         self.contacts = contact_specs(p)
@@ -377,7 +436,9 @@ class LinearizerNode:
                 source = key
                 break
         if source is not None:
-            self._load_model(source, p[source])
+            problem = self._load_model(source, p[source])
+            if problem is not None:   # a model the parameters name must load: no waiting for a topic
+                raise ModelLoadError(problem)
         # endpoints after the model (and the kernels' warm-up): once they are visible, it is ready
         self._pub_a = transport.create_publisher(TOPIC_A, "std_msgs/msg/Float64MultiArray", QOS_OUTPUT)
         self._pub_b = transport.create_publisher(TOPIC_B, "std_msgs/msg/Float64MultiArray", QOS_OUTPUT)
@@ -411,7 +472,9 @@ class LinearizerNode:
                                       self.on_joint_state, QOS_STATE)
 
     # ------------------------------------------------------------------ model
-    def _load_model(self, source, value):
+    def _load_model(self, source, value) -> str | None:
+        """Build the model from ``source`` (robot_description, urdf_path, robot or topic) and warm
+        it up -> None, or the problem in one line (the model in use, if any, stays)."""
         p = self.params
         try:
             if source == "robot":
@@ -428,8 +491,11 @@ class LinearizerNode:
         except Exception as e:  # any parser/model error: report, keep what we had
             what = {"topic": "robot_description (topic)",
                     "robot_description": "robot_description (parameter)"}.get(source, source)
-            self._reject("robot_description", f"{what}: cannot build a model ({type(e).__name__}: {e})")
-            return False
+            text = " ".join(str(e).split())
+            if "example-robot-data" in text:
+                distro = os.environ.get("ROS_DISTRO") or "<distro>"
+                text += f"; with ROS 2: rosdep key example-robot-data (sudo apt install ros-{distro}-example-robot-data)"
+            return f"{what}: cannot build a model ({type(e).__name__}: {text})"
         # warm-up: the first linearization compiles the kernels (numba, cached on disk; up to tens
         # of seconds on a fresh install) - better now than on the first joint state
         t0 = time.perf_counter()
@@ -464,10 +530,12 @@ class LinearizerNode:
                 f"{c.frame} ({c.kind}, {c.reference})" for c in self.contacts)
                 + f"; {'all' if p['contacts_default_active'] else 'none'} active until a contact set "
                   f"arrives on {p['contacts_topic']}")
-        return True
+        return None
 
     def on_robot_description(self, msg, recv_ns=None):
-        self._load_model("topic", msg.data)
+        problem = self._load_model("topic", msg.data)
+        if problem is not None:
+            self._reject("robot_description", problem)
 
     # ---------------------------------------------------------------- helpers
     def _reject(self, key, text):
@@ -507,8 +575,15 @@ class LinearizerNode:
 
     def _field(self, values, name, n, perm, allow_empty=False):
         arr = np.asarray(values, dtype=float).reshape(-1)
-        if arr.size == 0 and allow_empty:
+        if arr.size == 0 and n > 0 and allow_empty:
+            if name not in self._said_empty:
+                self._said_empty.add(name)
+                self.log.info(f"joint_states: {name} is empty; taking it as zero for every joint "
+                              f"(said once; allow_empty_velocity_effort: false drops such messages)")
             return np.zeros(len(perm))
+        if arr.size == 0 and n > 0 and name != "position":
+            return (f"joint_states: {name} is empty (allow_empty_velocity_effort is false: "
+                    f"velocity and effort are required)")
         if arr.size != n:
             return f"joint_states: {name} has {arr.size} entries for {n} names"
         out = arr[perm]
@@ -639,8 +714,9 @@ class LinearizerNode:
             return self._reject("joint_states_names", perm)
         n = len(names)
         s = self._field(msg.position, "position", n, perm)
-        r = self._field(msg.velocity, "velocity", n, perm) if not isinstance(s, str) else s
-        tau = self._field(msg.effort, "effort", n, perm, allow_empty=True) if not isinstance(r, str) else r
+        empty_ok = p["allow_empty_velocity_effort"]
+        r = self._field(msg.velocity, "velocity", n, perm, allow_empty=empty_ok) if not isinstance(s, str) else s
+        tau = self._field(msg.effort, "effort", n, perm, allow_empty=empty_ok) if not isinstance(r, str) else r
         if isinstance(tau, str):
             return self._reject("joint_states_values", tau)
 

@@ -23,7 +23,8 @@ system on the same domain sees its topics (``ros2 topic echo`` works), though no
 
 :class:`RclpyTransport` is a real rclpy node (see its docstring for signals, spinning, parameters).
 
-:func:`make_transport` picks rclpy when it is importable and DDS otherwise (``kind="auto"``).
+:func:`make_transport` builds the one :func:`.prerequisites.choose_transport` picks (``kind="auto"``:
+rclpy when it imports, else DDS; what is missing for it is an error, never a switch to the other).
 """
 from __future__ import annotations
 
@@ -36,6 +37,7 @@ import time
 import types as _pytypes
 
 from .messages import ROS_TYPES
+from .prerequisites import TransportUnavailable, choose_transport
 
 
 def types_namespace(by_ros_name):
@@ -224,8 +226,8 @@ class DdsTransport:
             from cyclonedds.core import WaitSet
             from cyclonedds.domain import Domain, DomainParticipant
         except ImportError as e:
-            raise RuntimeError(f"the DDS transport needs the cyclonedds package ({e}): "
-                               "pip install cyclonedds, or install sva_linearizer[dds]") from None
+            raise TransportUnavailable(f"the DDS transport needs the cyclonedds package ({e}): "
+                                       "pip install 'sva_linearizer[dds]' (or pip install cyclonedds)") from None
 
         from . import dds_types
 
@@ -388,23 +390,6 @@ def _dds_delete(entity):
 
 
 # -------------------------------------------------------------------------------------- rclpy
-def rclpy_available() -> bool:
-    try:
-        import rclpy  # noqa: F401
-        import sensor_msgs.msg  # noqa: F401
-        import nav_msgs.msg  # noqa: F401
-        import std_msgs.msg  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-def require_rclpy():
-    if not rclpy_available():
-        raise RuntimeError("transport rclpy requested but rclpy (ROS 2) is not importable; "
-                           "source your ROS 2 setup or use --transport dds")
-
-
 class RclpyTransport:
     """Thin adapter over a real rclpy node (ROS 2 Humble or newer).
 
@@ -414,7 +399,7 @@ class RclpyTransport:
       before :meth:`close` shuts everything down (no "publisher's context is invalid").
     * :meth:`spin` is a plain loop over one executor's ``spin_once`` (the events executor where
       rclpy has it, ``rclpy.experimental.EventsExecutor``, else the single-threaded one).
-    * Parameters: :meth:`get_parameters` declares them all (dynamically typed); after the node has
+    * Parameters: :meth:`get_parameters` declares them all, each with its type; after the node has
       resolved them, :meth:`publish_parameters` writes the values in use back (so the parameter
       service reads ``floating_base: true``, not ``auto``) and from then on refuses changes (the
       node reads its parameters once, at start).
@@ -467,23 +452,53 @@ class RclpyTransport:
         return SingleThreadedExecutor(context=self.context)
 
     # ------------------------------------------------------------ parameters
-    def get_parameters(self, defaults: dict) -> dict:
-        """Declare every parameter (dynamically typed) and return the values rclpy resolved."""
+    def get_parameters(self, defaults: dict, types: dict) -> dict:
+        """Declare every parameter statically typed (``types``: name -> string, bool, double,
+        string_array, double_array) and return the values in effect: the override (parameter file,
+        ``-p``, ``parameter_overrides``) converted to the declared type, else the default. An
+        empty list in a parameter file reaches rclpy as "not set" and takes the default; an
+        unset ``floating_base`` (auto) stays unset until :meth:`publish_parameters`.
+        ValueError names a parameter whose value does not have its type."""
         from rcl_interfaces.msg import ParameterDescriptor
+        from rclpy.parameter import Parameter
 
-        out = {}
+        from .node import typed_parameter_value
+
+        out, values = {}, []
         for name, default in defaults.items():
-            desc = ParameterDescriptor(dynamic_typing=True)
-            out[name] = self.node.declare_parameter(name, default, desc).value
+            kind = types[name]
+            # the override as rcl parsed it (public API: a dynamically typed declaration, then gone)
+            given = self.node.declare_parameter(name, None, ParameterDescriptor(dynamic_typing=True)).value
+            self.node.undeclare_parameter(name)
+            value = typed_parameter_value(name, default if given is None else given, kind)
+            ptype = _rclpy_type(kind)
+            self.node.declare_parameter(name, ptype, ParameterDescriptor(name=name, type=ptype.value),
+                                        ignore_override=True)
+            if value is not None:
+                values.append(Parameter(name, ptype, value))
+            out[name] = default if value is None else value
+        self.node.set_parameters(values)
+        self._param_types = dict(types)
         return out
 
     def publish_parameters(self, values: dict):
-        """Set the parameters to the values in use, then refuse any later change."""
+        """Set the parameters to the values in use (in their declared types), then refuse any
+        later change."""
         from rcl_interfaces.msg import SetParametersResult
         from rclpy.parameter import Parameter
 
-        self.node.set_parameters([Parameter(k, value=v) for k, v in values.items()
-                                  if self.node.has_parameter(k)])
+        from .node import typed_parameter_value
+
+        types = getattr(self, "_param_types", {})
+        params = []
+        for k, v in values.items():
+            if not self.node.has_parameter(k):
+                continue
+            if k in types:
+                params.append(Parameter(k, _rclpy_type(types[k]), typed_parameter_value(k, v, types[k])))
+            else:
+                params.append(Parameter(k, value=v))
+        self.node.set_parameters(params)
 
         def refuse(params):
             if not self._frozen:
@@ -594,14 +609,19 @@ class RclpyTransport:
         self.context.try_shutdown()
 
 
+def _rclpy_type(kind: str):
+    """rclpy's Parameter.Type for a type name of ``PARAMETER_TYPES``."""
+    from rclpy.parameter import Parameter
+
+    return {"string": Parameter.Type.STRING, "bool": Parameter.Type.BOOL, "double": Parameter.Type.DOUBLE,
+            "string_array": Parameter.Type.STRING_ARRAY, "double_array": Parameter.Type.DOUBLE_ARRAY}[kind]
+
+
 def make_transport(kind="auto", node_name="sva_linearizer", **kwargs):
-    """``kind``: "auto" (rclpy if importable, else DDS), "rclpy" or "dds"."""
-    if kind not in ("auto", "rclpy", "dds"):
-        raise ValueError(f"transport must be auto, rclpy or dds, got {kind!r}")
-    if kind == "auto":
-        kind = "rclpy" if rclpy_available() else "dds"
+    """``kind``: "auto" (rclpy if it imports, else DDS), "rclpy" or "dds"; TransportUnavailable
+    (one line: what is missing, how to install it) when the chosen transport cannot run."""
+    kind = choose_transport(kind)
     if kind == "rclpy":
-        require_rclpy()
         return RclpyTransport(node_name, args=kwargs.get("args"),
                               parameter_overrides=kwargs.get("parameter_overrides"),
                               namespace=kwargs.get("namespace", ""), domain_id=kwargs.get("domain_id"))

@@ -254,3 +254,28 @@ def check_standing_contacts(h, mode="rigid", t0=600):
     send_good()
     h.wait_pair(stamp2, resend=send_good)
     assert stamp not in {p.stamp_ns for p in h.pairs}, "an A/B was published for a bad contact set"
+
+
+def check_position_only(h, robot, floating, t0=300):
+    """JointState as ROS 2 defines it: ``velocity`` and ``effort`` may be empty. Position-only
+    messages (twice), then one with velocity and no effort: A and B equal the library's at zero
+    joint velocity / zero torque, and the node says once per field that it takes it as zero."""
+    model = sl.load_urdf(robot_urdf_path(robot), floating_base=floating)
+    rng = np.random.default_rng(zlib.crc32(b"position-only" + robot.encode()))
+    start = len(h.node.lines)
+    zero = np.zeros(model.nj)
+    for k, with_velocity in enumerate((False, False, True)):
+        s, r, tau, odom = random_input(model, rng)
+        names, s_m, r_m, _ = shuffled(model, rng, s, r, tau)
+        r_sent = r_m if with_velocity else []
+        stamp = (t0 + k) * SEC + 777
+
+        def send():
+            h.send(stamp, names, s_m, r_sent, [], odom)
+        send()
+        pair = h.wait_pair(stamp, resend=send)
+        q, v = flat(model, s, r if with_velocity else zero, odom)
+        lin = sl.linearize(model, sl.State.from_vectors(model, q, v), zero)
+        assert e_max(pair.A, lin.A) <= 1e-8 and e_max(pair.B, lin.B) <= 1e-8
+    said = [ln for ln in h.node.lines[start:] if "is empty; taking it as zero" in ln]
+    assert len(said) == 2 and any("velocity" in ln for ln in said) and any("effort" in ln for ln in said), said
