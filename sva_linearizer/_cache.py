@@ -173,6 +173,22 @@ class FileLock:
                 on_wait()
             fcntl.flock(self.fh, fcntl.LOCK_EX)
 
+    def held_elsewhere(self) -> bool:
+        """Whether another process holds the lock now (this one takes it and gives it back at once
+        when it is free)."""
+        try:
+            import fcntl
+            os.makedirs(os.path.dirname(self.path), exist_ok=True)
+            with open(self.path, "a") as fh:
+                try:
+                    fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except OSError:
+                    return True
+                fcntl.flock(fh, fcntl.LOCK_UN)
+        except (ImportError, OSError):
+            pass
+        return False
+
     def release(self):
         if self.fh is not None:
             try:
@@ -212,6 +228,12 @@ def log_path() -> str | None:
     """The file a background compile writes its progress to (in the first cache folder)."""
     dirs = cache_dirs()
     return os.path.join(dirs[0], LOG_NAME) if dirs else None
+
+
+def compile_running() -> bool:
+    """Whether a process is compiling into this cache now (it holds the cache's lock)."""
+    dirs = cache_dirs()
+    return bool(dirs) and FileLock(dirs[0]).held_elsewhere()
 
 
 def start_background_compile(group_names) -> subprocess.Popen | None:

@@ -30,7 +30,7 @@ import time
 
 import numpy as np
 
-from ._cache import DISPATCHERS, is_warm, log_path, start_background_compile
+from ._cache import DISPATCHERS, compile_running, is_warm, log_path, start_background_compile
 from ._plain import plain_form, set_plain_form
 
 HAVE_NUMBA = False
@@ -344,28 +344,35 @@ def _decide(group: str) -> str:
 
 
 def _start_background(group: str) -> str:
-    """Start the group's compile in a background process and a thread that waits for it."""
-    proc = start_background_compile([group])
-    if proc is None:
-        _say(f"sva_linearizer: could not start a background compile of the {group} kernels; "
-             "running them as plain Python (run `sva-linearizer compile` once)")
-        return "plain"
-    _say(f"sva_linearizer: the {group} kernels compile in the background (once per machine, "
-         f"pid {proc.pid}, log {log_path()}); until then they run as plain Python")
-    t = threading.Thread(target=_watch, args=(group, proc, time.perf_counter()), daemon=True,
+    """Have the group compiled by a background process, and a thread wait for it."""
+    _say(f"sva_linearizer: the {group} kernels compile in the background (once per machine; log "
+         f"{log_path()}); until then they run as plain Python")
+    t = threading.Thread(target=_watch, args=(group, time.perf_counter()), daemon=True,
                          name=f"sva_linearizer-compile-{group}")
     _watchers[group] = t
     t.start()
     return "compiling"
 
 
-def _watch(group: str, proc, t0: float) -> None:
-    rc = proc.wait()
-    if rc != 0 or not is_warm(group):
-        _say(f"sva_linearizer: the background compile of the {group} kernels failed (exit code {rc}; "
-             f"see {log_path()}); they stay plain Python in this process")
-        _state[group] = "plain"
-        return
+POLL_S = 1.0   # how often a waiting process looks at another process's compile
+
+
+def _watch(group: str, t0: float) -> None:
+    """Wait until the group is in the cache: compiled by a background process this one starts, or
+    by one that another process started (a compile already running: its lock is held). Then
+    load it and switch the group's calls to it."""
+    while not is_warm(group):
+        if compile_running():      # another process compiles (this group or another): wait
+            time.sleep(POLL_S)
+            continue
+        proc = start_background_compile([group])
+        rc = proc.wait() if proc is not None else None
+        if not is_warm(group):
+            _say(f"sva_linearizer: the background compile of the {group} kernels failed "
+                 f"({'it could not start' if proc is None else f'exit code {rc}'}; see {log_path()}); "
+                 "they stay plain Python in this process")
+            _state[group] = "plain"
+            return
     _state[group] = "loading"
     if _loader is not None:
         try:

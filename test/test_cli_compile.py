@@ -112,6 +112,7 @@ class Proc:                                        # stands in for the backgroun
 started, loaded, told = [], [], []
 j.start_background_compile = lambda groups: started.append(groups) or Proc()
 j.is_warm = lambda group="core": bool(started) and done.is_set()
+j.compile_running = lambda: False
 j.set_compiler(None, lambda group: loaded.append(fake_kernel.plus_one(41)))
 j.on_ready(lambda group, seconds: told.append(group))
 first = fake_kernel.plus_one(1)                    # cold: the plain form answers, nothing compiles
@@ -144,6 +145,29 @@ def test_cold_group_answers_from_the_plain_form_then_switches(tmp_path):
     assert out["ok"] and out["loaded"] == [42] and out["told"] == ["core"]
     assert out["second"] == 3 and out["state"] == "ready" and out["compiled"] == 1
     assert "are in use" in r.stderr
+
+
+HOLD = ("import sys, time, sva_linearizer, sva_linearizer._cache as c; "
+        "lock = c.FileLock(c.cache_dirs()[0]); lock.acquire(); print('held', flush=True); time.sleep(60)")
+RUNNING = "import sva_linearizer, sva_linearizer._cache as c; print(c.compile_running())"
+
+
+@needs_numba
+def test_a_running_compile_is_seen_by_other_processes(tmp_path):
+    """A process whose cold group would compile first looks whether another process compiles into
+    the cache (it holds the cache's lock): then it waits for that one instead of starting a
+    compile of its own (_jit._watch)."""
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"))
+    holder = subprocess.Popen([sys.executable, "-c", HOLD], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        r = subprocess.run([sys.executable, "-c", RUNNING], capture_output=True, text=True, timeout=300, env=env)
+        assert r.stdout.strip() == "True", r.stderr
+    finally:
+        holder.kill()
+        holder.wait()
+    r = subprocess.run([sys.executable, "-c", RUNNING], capture_output=True, text=True, timeout=300, env=env)
+    assert r.stdout.strip() == "False", r.stderr
 
 
 @needs_numba

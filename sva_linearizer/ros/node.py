@@ -52,6 +52,7 @@ from collections import deque
 import numpy as np
 
 import sva_linearizer as sl
+from sva_linearizer._jit import group_state, on_ready
 
 from .messages import (TOPIC_A, TOPIC_B, TOPIC_DFORCES_DTAU, TOPIC_DFORCES_DZ, TOPIC_FORCES, TOPIC_STAMP,
                        crc32_hex, make_time, matrix_payload, matrix_to_msg, pair_frame_id, stamp_to_ns)
@@ -404,6 +405,8 @@ class LinearizerNode:
         self.params = p = normalize_parameters(parameters or {})
         self.log = transport.logger
         self.warn = Throttle(self.log.warning, p["warn_period"])
+        on_ready(lambda group, seconds: self.log.info(
+            f"the compiled {group} kernels are in use ({seconds:.0f} s after the first call): full speed"))
         self.model = None
         self.seq = 0
         self.published = 0
@@ -496,8 +499,9 @@ class LinearizerNode:
                 distro = os.environ.get("ROS_DISTRO") or "<distro>"
                 text += f"; with ROS 2: rosdep key example-robot-data (sudo apt install ros-{distro}-example-robot-data)"
             return f"{what}: cannot build a model ({type(e).__name__}: {text})"
-        # warm-up: the first linearization compiles the kernels (numba, cached on disk; up to tens
-        # of seconds on a fresh install) - better now than on the first joint state
+        # warm-up: the first linearization loads the compiled kernels (a warm numba cache) or, on
+        # a fresh install, starts their compile in a background process and runs them as plain
+        # Python meanwhile - decided now rather than on the first joint state
         t0 = time.perf_counter()
         try:
             sl.linearize(model, sl.State(model), np.zeros(model.nj))
@@ -525,6 +529,12 @@ class LinearizerNode:
                       f"{'floating' if model.floating_base else 'fixed'} base, nv = {model.nv}; "
                       f"A is {2 * model.nv}x{2 * model.nv}, B is {2 * model.nv}x{model.nj}"
                       + (f" (warm-up {warm:.1f} s)" if warm > 1.0 else ""))
+        plain = [g for g in ("core", "contacts") if group_state(g) in ("compiling", "plain")]
+        if plain:
+            self.log.info("the " + " and ".join(plain) + " kernels run as plain Python (milliseconds "
+                          "per linearization) while numba compiles them in a background process, "
+                          "once per machine; the node publishes meanwhile and says when it reaches "
+                          "full speed")
         if self.contacts:
             self.log.info(f"contacts ({p['contact_mode']}): " + ", ".join(
                 f"{c.frame} ({c.kind}, {c.reference})" for c in self.contacts)
