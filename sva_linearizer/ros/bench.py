@@ -195,8 +195,8 @@ def _mib(kib):
     return "n/a" if kib is None else f"{kib / 1024:.1f} MiB"
 
 
-def run_soak(robot="solo12", rate=1000.0, seconds=3600.0, transport="dds", pin=True, report_every=60.0,
-             warmup=30.0, out=None) -> int:
+def run_soak(robot: str = "solo12", rate: float = 1000.0, seconds: float = 3600.0, transport: str = "dds",
+             pin: bool = True, report_every: float = 60.0, warmup: float = 30.0, out=None) -> int:
     """The node fed at ``rate`` Hz for ``seconds`` (after ``warmup`` s), publisher, node and
     receiver in separate processes as in :func:`bench_case`. Reports the node's resident memory
     (at the first pair, at the start and end of the measured span, every ``report_every`` s),
@@ -225,9 +225,15 @@ def run_soak(robot="solo12", rate=1000.0, seconds=3600.0, transport="dds", pin=T
         if plan:
             os.sched_setaffinity(0, plan[1])
     got = {"pairs": 0, "max_seq": 0}
+    missing = {}  # seq -> seconds since start when a later pair completed first (removed if it comes)
+    t_run = time.monotonic()
 
     def on_pair(pair, recv_ns):
         got["pairs"] += 1
+        if missing.pop(pair.seq, None) is None and pair.seq > got["max_seq"] + 1:
+            now = time.monotonic() - t_run
+            for k in range(got["max_seq"] + 1, min(pair.seq, got["max_seq"] + 1 + 10_000)):
+                missing[k] = now
         got["max_seq"] = max(got["max_seq"], pair.seq)
 
     pub = receiver = None
@@ -304,6 +310,11 @@ def run_soak(robot="solo12", rate=1000.0, seconds=3600.0, transport="dds", pin=T
           f"{int(sent.group(1)) - completed if sent and completed is not None else '?'}; node's rejects: "
           f"{dropped.group(1) if dropped else '?'}; node exit code {node_rc}; load average at the end "
           f"{load1[0]:.2f} {load1[1]:.2f} {load1[2]:.2f}", file=out, flush=True)
+    if missing or echo.pairer.lost:
+        shown = ", ".join(f"{k} ({t:.0f} s)" for k, t in sorted(missing.items())[:20])
+        print(f"pairs never received complete (seq, seconds since start): {shown or 'none recorded'}"
+              + (f" and {len(missing) - 20} more" if len(missing) > 20 else "")
+              + f"; stamp records whose A or B never arrived: {echo.pairer.lost}", file=out, flush=True)
     ok = lost == 0 and abs(change) <= 1.0
     print(f"goal (memory flat within 1%, no completed pair lost): {'met' if ok else 'NOT met'}", file=out,
           flush=True)

@@ -481,7 +481,7 @@ class RclpyTransport:
         self._param_types = dict(types)
         return out
 
-    def publish_parameters(self, values: dict):
+    def publish_parameters(self, values: dict) -> None:
         """Set the parameters to the values in use (in their declared types), then refuse any
         later change."""
         from rcl_interfaces.msg import SetParametersResult
