@@ -31,6 +31,8 @@ import time
 
 import numpy as np
 
+from .profile import machine_line, random_states
+
 DEFAULT_ROBOTS = ("solo12", "anymal_c", "icub", "g1_29dof")
 
 
@@ -52,19 +54,6 @@ def _medians_and_ratio(ours, theirs, per=1):
     """Median times (per `per` items) and the median of the run-by-run ratios ours/theirs."""
     return (float(np.median(ours)) / per, float(np.median(theirs)) / per,
             float(np.median(ours / theirs)))
-
-
-def random_states(model, n, seed=0):
-    """n random states as flat vectors: positions in [-1, 1], unit quaternions, velocities and
-    torques ~ N(0, 1)."""
-    rng = np.random.default_rng(seed)
-    Q = np.zeros((n, model.nq))
-    if model.floating_base:
-        Q[:, 0:3] = rng.normal(size=(n, 3))
-        quat = rng.normal(size=(n, 4))
-        Q[:, 3:7] = quat / np.linalg.norm(quat, axis=1, keepdims=True)
-    Q[:, model.nq - model.nj:] = rng.uniform(-1.0, 1.0, (n, model.nj))
-    return Q, rng.normal(size=(n, model.nv)), rng.normal(size=(n, model.nj))
 
 
 def _pinocchio(path, floating, model):
@@ -215,7 +204,7 @@ def bench_robot(name, batch=128, repeat=15, number=20, seed=0):
             "dt_over_continuous": dt_ratio}
 
 
-# Contact rows (issue 11): per robot, its feet as the contacts. Quadrupeds stand on four point
+# Contact rows: per robot, its feet as the contacts. Quadrupeds stand on four point
 # feet (world-aligned, Pinocchio CONTACT_3D LOCAL_WORLD_ALIGNED), humanoids on two 6d soles (local,
 # CONTACT_6D LOCAL). Baumgarte (Kp, Kd) = (0, CONTACT_KD): the Kd term is exercised on both sides,
 # and with Kp = 0 the anchor (each state's own frame pose for ours) does not enter the numbers.
@@ -440,7 +429,6 @@ def run(robots=DEFAULT_ROBOTS, batch=128, repeat=15, number=20, cold=True, out=p
         raise ValueError("bench needs Pinocchio as the reference: pip install pin "
                          "example-robot-data (or '.[test]')") from None
     from sva_linearizer.linearization import num_threads
-    from sva_linearizer.profile import machine_line
 
     rows = []
     out(machine_line())   # (the ratios depend on the CPU: say which)
@@ -479,8 +467,8 @@ def run(robots=DEFAULT_ROBOTS, batch=128, repeat=15, number=20, cold=True, out=p
         "linearize_batch / N vs Pinocchio in a Python loop / N that keeps each A, B in (N, ...) "
         "arrays as ours does (1 thr: the batch on one thread). "
         "dt: one state with dt (A, B and Ad, Bd) over one state without. 1st call: in a fresh process, "
-        "after imports and model loading (warm: numba cache present; cold: empty cache, i.e. "
-        "compilation included). e_max = max|ours - Pinocchio| / mean|Pinocchio| over A and B.")
+        "after imports and model loading (warm: numba cache present; cold: empty cache, the "
+        "kernels' plain-Python form answering while they would compile). e_max = max|ours - Pinocchio| / mean|Pinocchio| over A and B.")
     return rows
 
 

@@ -1,5 +1,5 @@
 """`sva-linearizer profile`: where one linearization's time goes, stage by stage, and how far each
-stage runs from the machine's floating-point peak (issue 12's measurement).
+stage runs from the machine's floating-point peak.
 
 Stages of the pipeline `linearize_state` (linearization/continuous.py), in order:
 
@@ -98,7 +98,6 @@ def time_stages(model, reps: int = 200, runs: int = 15, seed: int = 0) -> dict:
     numba's dispatch into it and of the Python around it (sl.linearize with data=)."""
     import sva_linearizer as sl
 
-    from .bench import random_states
     from .linearization.continuous import _direct_entry
 
     linearize_entry_data = _direct_entry()   # the compiled call, as linearize makes it
@@ -189,7 +188,6 @@ def count_flops(model, seed: int = 0) -> dict:
     from .algorithms.eidamb_derivatives import eidamb_derivatives
     from .algorithms.immamb import immamb
     from .algorithms.kinematics import prepare
-    from .bench import random_states
     from .data import views_py
     from .linearization.continuous import free_acceleration, linearize_at, linearize_state
 
@@ -284,6 +282,20 @@ def machine_peak() -> dict:
             "simd_doubles": width,
             "scalar_peak": None if ghz is None else ghz * per_cycle,
             "simd_peak": None if ghz is None else ghz * per_cycle * width}
+
+
+def random_states(model, n, seed=0):
+    """n random states as flat vectors: positions in [-1, 1], unit quaternions, velocities and
+    torques ~ N(0, 1)."""
+    rng = np.random.default_rng(seed)
+    Q = np.zeros((n, model.nq))
+    if model.floating_base:
+        Q[:, 0:3] = rng.normal(size=(n, 3))
+        quat = rng.normal(size=(n, 4))
+        Q[:, 3:7] = quat / np.linalg.norm(quat, axis=1, keepdims=True)
+    Q[:, model.nq - model.nj:] = rng.uniform(-1.0, 1.0, (n, model.nj))
+    return Q, rng.normal(size=(n, model.nv)), rng.normal(size=(n, model.nj))
+
 
 
 def machine_line(peak: dict | None = None) -> str:

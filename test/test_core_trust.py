@@ -1,4 +1,4 @@
-"""Issue 10, items 1-5: no wrong number on the paths users take. Threads (bitwise equal to
+"""No wrong number on the paths users take. Threads (bitwise equal to
 sequential calls), the State's copy rule, overflow named instead of NaN, huge models refused
 before allocating, discrete time inside the compiled call (checked against an independent matrix
 exponential), a load-balanced batch."""
@@ -93,8 +93,8 @@ def test_batches_from_threads_are_exact():
     # linearize's entry are two compiled copies of the pipeline, and with floating-point
     # contraction (a * b + c as one fused multiply-add where the compiler chooses) they may round
     # differently in the last bits: on an AMD Zen 1 core 6 of these 64 states differed by up to
-    # 1.1e-13 (EIDAmb's bias pass), on session 12's CPU none did (test_speed_api's batch test
-    # has the same tolerance)
+    # 1.1e-13 (EIDAmb's bias pass), on other CPUs none do (test_speed_api's batch test has the
+    # same tolerance)
     for i in range(0, 64, 9):
         lin = sl.linearize(model, sl.State.from_vectors(model, Q[i], V[i]), T[i], dt=0.01)
         for ours, ref in ((A0[i], lin.A), (Ad0[i], lin.Ad), (Bd0[i], lin.Bd)):

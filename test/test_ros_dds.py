@@ -58,7 +58,7 @@ def test_bad_inputs_over_dds_are_dropped_and_node_recovers():
 
 @pytest.mark.parametrize("mode", ["rigid", "forces"])
 def test_standing_quadruped_with_four_contacts_over_dds(mode):
-    """Issue 11's acceptance: solo12 (config/solo12.yaml: four world-aligned point feet) standing
+    """solo12 (config/solo12.yaml: four world-aligned point feet) standing
     on its four contacts, the node in its own process over DDS: A, B (rigid: and the forces and
     their derivatives; forces as inputs: B with the force columns) equal the library's; an
     unknown frame in the contact set is dropped with a warning and nothing is published for it."""

@@ -180,7 +180,7 @@ NAMES_LINK_OR_JOINT = r"(link|joint|body) '[^']+'"
 @pytest.mark.filterwarnings(*DATA_WARNINGS)
 @pytest.mark.parametrize("rel", _erd_urdf_files())
 def test_every_example_robot_data_urdf_that_pinocchio_loads_loads(rel):
-    """Issue 2: every URDF of example-robot-data that Pinocchio's buildModelFromUrdf loads loads
+    """Every URDF of example-robot-data that Pinocchio's buildModelFromUrdf loads loads
     here too (floating base, as Pinocchio with a JointModelFreeFlyer root): strictly, or, where
     the strict loader refuses physically invalid dynamics with an error naming the link/joint,
     with validate=False and a warning naming it. Same DoFs, joint names and order, total mass.

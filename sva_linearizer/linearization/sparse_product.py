@@ -21,7 +21,7 @@ Minv[k, i] (Minv is symmetric: Minv[i, k]) for the tile's 6 rows; the tile's res
 as vectors, along A's rows.
 Numba has no vector type, so a tile is an intrinsic that emits LLVM vectors itself (`_tile_typer`).
 LLVM's SLP vectorizer can find such vectors, but numba leaves it off by default, and turning it on
-for the whole pipeline made the kernels slower (README, session 7).
+for the whole pipeline made the kernels slower (docs/performance.md, "What does not pay").
 
 Each entry is one sum over its window's rows in ascending order, with fused multiply-adds where
 the compiler contracts them (FASTMATH). The rows a window adds to a column's own support hold
