@@ -13,7 +13,8 @@ kernel of a group from Python, the group's state is decided (`compile_policy`):
   * otherwise, by default ("background"), the group compiles in a background process that fills
     the cache, and until it is done every call of the group's kernels runs their plain-Python
     form (_plain.py): the first answer comes at once, at the speed of Python. When the background
-    compile is done, a thread of this process loads the compiled kernels (`set_loader`), and from
+    compile is done, a thread of this process loads the compiled kernels (the loader given to
+    `set_compiler`), and from
     then on the calls run compiled; `on_ready` callbacks are told;
   * SVA_LINEARIZER_COMPILE=wait compiles the group in the calling process before the call
     (`set_compiler`: the warm-up, with progress); =never keeps the plain forms.
