@@ -14,8 +14,7 @@ kernel of a group from Python, the group's state is decided (`compile_policy`):
     the cache, and until it is done every call of the group's kernels runs their plain-Python
     form (_plain.py): the first answer comes at once, at the speed of Python. When the background
     compile is done, a thread of this process loads the compiled kernels (the loader given to
-    `set_compiler`), and from
-    then on the calls run compiled; `on_ready` callbacks are told;
+    `set_compiler`), and from then on the calls run compiled; `on_ready` callbacks are told;
   * SVA_LINEARIZER_COMPILE=wait compiles the group in the calling process before the call
     (`set_compiler`: the warm-up, with progress); =never keeps the plain forms.
 How the call is routed: numba's dispatcher, called from Python with argument types it has no
