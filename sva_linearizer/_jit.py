@@ -331,16 +331,19 @@ def _decide(group: str) -> str:
         elif is_warm(group):
             st = "ready"
         elif policy == "wait" and _compiler is not None:
-            _state[group] = "loading"          # the warm-up's own calls compile
-            try:
-                _compiler(group)
-            finally:
-                _state[group] = "ready"
-            return "ready"
+            st = "loading"                     # calls of the group's kernels compile themselves
         else:
             st = _start_background(group)
         _state[group] = st
-        return st
+    if st == "loading":
+        # the warm-up runs outside the lock: its stages may hand work to other threads (a batch's
+        # workers) that call kernels of any group, and so _decide, while this thread waits for them
+        try:
+            _compiler(group)
+        finally:
+            _state[group] = "ready"
+        return "ready"
+    return st
 
 
 def _start_background(group: str) -> str:

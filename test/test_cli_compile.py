@@ -170,6 +170,35 @@ def test_a_running_compile_is_seen_by_other_processes(tmp_path):
     assert r.stdout.strip() == "False", r.stderr
 
 
+WAIT_WITH_WORKERS = r"""
+import threading
+import sva_linearizer, sva_linearizer._jit as j
+import fake_kernel
+def compile_group(group):             # a warm-up whose stage hands work to another thread
+    out = []
+    t = threading.Thread(target=lambda: out.append(fake_kernel.plus_one(1)))
+    t.start()
+    t.join()
+    assert out == [2]
+j.set_compiler(compile_group, None)
+print(fake_kernel.plus_one(2), j.group_state("core"), len(fake_kernel.plus_one.signatures))
+"""
+
+
+@needs_numba
+def test_wait_policy_warm_up_may_use_other_threads(tmp_path):
+    """SVA_LINEARIZER_COMPILE=wait: the warm-up runs outside the lock that decides a group's state,
+    so a stage whose work runs on other threads (linearize_batch's workers) that call the group's
+    kernels completes instead of deadlocking."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "fake_kernel.py").write_text(KERNEL)
+    r = subprocess.run([sys.executable, "-c", WAIT_WITH_WORKERS], capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=str(src),
+                                SVA_LINEARIZER_COMPILE="wait"))
+    assert r.returncode == 0 and r.stdout.split() == ["3", "ready", "1"], r.stderr
+
+
 @needs_numba
 def test_never_policy_keeps_the_plain_forms(tmp_path):
     src = tmp_path / "src"
