@@ -392,6 +392,16 @@ def _watch(group: str, t0: float) -> None:
             pass
 
 
+def decide_groups(*groups: str) -> None:
+    """Decide now, in the calling thread, how the groups' kernels run (compiled, or plain while
+    they compile; with SVA_LINEARIZER_COMPILE=wait: compile them now). A caller that hands kernel
+    calls to worker threads does this first: the warm-up, run from a pool's worker, would hand its
+    own work to that pool and wait for itself."""
+    if HAVE_NUMBA:
+        for g in groups:
+            _compiled(g)
+
+
 def wait_until_compiled(group: str = "core", timeout: float | None = None) -> bool:
     """Block until the group's kernels run compiled (starting its compile if nothing called it
     yet); False after `timeout` seconds, or when they stay plain (no numba, a failed compile)."""

@@ -199,6 +199,41 @@ def test_wait_policy_warm_up_may_use_other_threads(tmp_path):
     assert r.returncode == 0 and r.stdout.split() == ["3", "ready", "1"], r.stderr
 
 
+FIRST_BATCH = r"""
+import threading
+import numpy as np
+import sva_linearizer as sl, sva_linearizer._jit as j
+from sva_linearizer.robots import load_robot
+seen = []
+def compile_group(group):             # a stand-in warm-up: says where it ran, compiles nothing
+    seen.append([group, threading.current_thread() is threading.main_thread()])
+    raise RuntimeError("stand-in warm-up")
+j.set_compiler(compile_group, None)
+j._state["core"] = "plain"            # the model's load check runs plain: nothing to compile
+m = load_robot("quadruped")
+Q = np.zeros((4, m.nq)); Q[:, 6] = 1.0
+for kw in ({}, {"contacts": [sl.Contact("LF_foot")]}):
+    try:
+        sl.linearize_batch(m, Q, np.zeros((4, m.nv)), np.zeros((4, m.nj)), **kw)
+    except RuntimeError:
+        pass
+import json
+print(json.dumps(seen))
+"""
+
+
+@needs_numba
+def test_a_batch_decides_its_kernels_before_its_workers_run(tmp_path):
+    """linearize_batch decides how its kernels run (with SVA_LINEARIZER_COMPILE=wait: runs the
+    warm-up) in the calling thread before handing states to its worker threads: a warm-up run from
+    a pool's worker would hand its own batch to that pool and wait for itself."""
+    r = subprocess.run([sys.executable, "-c", FIRST_BATCH], capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"),
+                                SVA_LINEARIZER_COMPILE="wait", SVA_LINEARIZER_NUM_THREADS="2"))
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout.strip().splitlines()[-1]) == [["batch", True], ["contacts_batch", True]]
+
+
 @needs_numba
 def test_never_policy_keeps_the_plain_forms(tmp_path):
     src = tmp_path / "src"

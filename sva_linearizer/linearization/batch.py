@@ -24,7 +24,7 @@ from numpy.typing import ArrayLike
 if TYPE_CHECKING:
     from ..model import Model
 
-from .._jit import HAVE_NUMBA, borrow, kernel_array, njit, real_array
+from .._jit import HAVE_NUMBA, borrow, decide_groups, kernel_array, njit, real_array
 
 COMPILE_GROUP = "batch"     # the compile group of this module's kernels (_jit)
 from ..data import check_fits, get_data, views
@@ -59,9 +59,11 @@ def _executor(workers):
         return _pool
 
 
-def _run_workers(work, nthreads):
+def _run_workers(work, nthreads, groups):
     """work(t) on threads t = 1..nthreads-1 of the pool and t = 0 on the calling thread; waits for
-    all, re-raising the first error."""
+    all, re-raising the first error. groups: the compile groups of the kernels work calls, decided
+    here first (_jit.decide_groups)."""
+    decide_groups(*groups)
     if nthreads <= 1:
         work(0)
         return
@@ -164,7 +166,7 @@ def linearize_batch(model: Model, q_batch: ArrayLike, v_batch: ArrayLike, tau_ba
             batch_chunk(d.ib, fbs[t], Q, V, T, OA, OB, status, dt or 0.0, SA[t], SB[t], lo,
                         min(N, lo + chunk))
 
-    _run_workers(work, nthreads)
+    _run_workers(work, nthreads, ("batch",))
     bad = np.flatnonzero(status)
     if bad.size:    # the first bad state again, on a workspace of its own, for the message
         i = int(bad[0])
@@ -223,7 +225,7 @@ def _batch_contacts(model, Q, V, T, dt, out, contacts, forces):
                 continue
             OA[i], OB[i] = (lin.Ad, lin.Bd) if dt is not None else (lin.A, lin.B)
 
-    _run_workers(work, min(num_threads(), N))
+    _run_workers(work, min(num_threads(), N), ("core", "contacts"))
     if errors:
         i = min(errors)
         raise ValueError(f"linearize_batch: state {i}: {errors[i]}")

@@ -519,7 +519,7 @@ def batch_contacts(model: Model, Q, V, T, OA, OB, contacts, per_state, nthreads,
         finally:
             d._busy = busy
 
-    run_workers(work, nthreads)
+    run_workers(work, nthreads, ("contacts_batch",))
     bad = np.flatnonzero(status)
     if bad.size:                            # the first bad state again, one by one, for the message
         i = int(bad[0])
