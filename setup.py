@@ -26,7 +26,8 @@ setup(
     extras_require={
         "fast": ["numba>=0.55"],                      # compiled kernels (same functions, faster)
         "dds": ["cyclonedds>=0.10.2"],                # ROS 2 wire protocol without a ROS 2 install
-        "test": ["pytest>=7", "pin>=3.0", "example-robot-data>=4.1", "rosbags>=0.9.15"],
+        "plot": ["matplotlib>=3.5"],                  # `sva-linearizer plot`
+        "test": ["pytest>=7", "pin>=3.0", "example-robot-data>=4.1", "rosbags>=0.9.15", "matplotlib>=3.5"],
         # tests only: ROS 2 Kilted community wheels (Python 3.11) as a real ROS 2 peer, and colcon;
         # on a robot, rclpy comes from the ROS 2 distribution instead
         # (the wheels exist for CPython 3.11 only: elsewhere the extra installs colcon alone and the

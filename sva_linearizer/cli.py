@@ -1,4 +1,4 @@
-"""Command line: ``sva-linearizer linearize | compile | bench | profile`` (and the ROS node commands from
+"""Command line: ``sva-linearizer linearize | plot | compile | bench | profile`` (and the ROS node commands from
 sva_linearizer.ros: node, demo, bench-node).
 
 ``linearize`` prints the state it used, the meaning of z and w (with the joint order) and a summary
@@ -146,14 +146,9 @@ def _check_out_path(path):
     return target
 
 
-def cmd_linearize(args):
-    import sva_linearizer as sl
-    from ._jit import HAVE_NUMBA, group_state
-
-    out_path = _check_out_path(args.out) if args.out is not None else None
-    _check_source(args)
-    t0 = time.perf_counter()
-    model = _load_model(args)
+def _state_vectors(args, model):
+    """(q, v, tau, given) from --q, --v, --tau (defaults: identity base pose, zeros); given says
+    which were given."""
     nq, nv, nj = model.nq, model.nv, model.nj
     given = {"q": args.q is not None, "v": args.v is not None, "tau": args.tau is not None}
     if model.floating_base:
@@ -168,6 +163,19 @@ def cmd_linearize(args):
             q[6] = 1.0  # identity quaternion (x, y, z, w)
     v = _floats(args.v, "v", nv, mv) if given["v"] else np.zeros(nv)
     tau = _floats(args.tau, "tau", nj, f"joint torques ({nj})") if given["tau"] else np.zeros(nj)
+    return q, v, tau, given
+
+
+def cmd_linearize(args):
+    import sva_linearizer as sl
+    from ._jit import HAVE_NUMBA, group_state
+
+    out_path = _check_out_path(args.out) if args.out is not None else None
+    _check_source(args)
+    t0 = time.perf_counter()
+    model = _load_model(args)
+    nv, nj = model.nv, model.nj
+    q, v, tau, given = _state_vectors(args, model)
     state = sl.State.from_vectors(model, q, v)
     t1 = time.perf_counter()
     lin = sl.linearize(model, state, tau)
@@ -233,18 +241,8 @@ def cmd_compile(args):
     return 0
 
 
-def build_parser():
-    p = argparse.ArgumentParser(prog="sva-linearizer",
-                                description="Exact singularity-free linearization of robot dynamics (A, B).")
-    sub = p.add_subparsers(dest="command", required=True)
-    lp = sub.add_parser(
-        "linearize", help="linearize one state and print a summary",
-        description="Linearize z_dot = A z + B w at one state and print the state, the meaning of z and w, "
-                    "and a summary of A and B. Floating base: z = [z_H (6), s (nj), v (6), r (nj)]; "
-                    "fixed base: z = [s, r]; w = tau; joints in the model's order (printed). Vectors: "
-                    "numbers separated by commas or spaces, e.g. --q=-0.1,0.2,... or --q -0.1,0.2,...",
-        epilog="--out saves A, B, q, v, tau, nu_dot and the labels z_names ('z_H.vx', ..., 's.<joint>', "
-               "'v.vx', ..., 'r.<joint>'), w_names ('tau.<joint>'), joint_names, floating_base, z_ordering.")
+def _add_state_options(lp):
+    """--urdf/--robot, the base switches, --no-validate, --q, --v, --tau."""
     src = lp.add_mutually_exclusive_group()
     src.add_argument("--urdf", metavar="PATH", help="URDF file")
     src.add_argument("--robot", help="robot name (bundled 'quadruped', or example-robot-data: solo12, "
@@ -263,6 +261,54 @@ def build_parser():
     lp.add_argument("--v", metavar="NUMBERS",
                     help="velocity: base body twist v_lin w (6) r(nj) (floating) or r(nj); default 0")
     lp.add_argument("--tau", metavar="NUMBERS", help="joint torques (nj); default 0")
+
+
+def cmd_plot(args):
+    import sva_linearizer as sl
+    from .tools.plot import MISSING, check_output, plot_linearization
+
+    out = check_output(args.out)
+    _check_source(args)
+    try:
+        import matplotlib.figure  # noqa: F401  (before any work: a clear error when it is missing)
+    except ImportError:
+        raise ValueError(MISSING) from None
+    model = _load_model(args)
+    q, v, tau, _ = _state_vectors(args, model)
+    state = sl.State.from_vectors(model, q, v)
+    frames = [f.strip() for f in (args.contacts or "").split(",") if f.strip()]
+    contacts = [sl.Contact(f, kind="point", reference="world_aligned") for f in frames]
+    lin = sl.linearize(model, state, tau, contacts=contacts or None, dt=args.dt)
+    A, B = (lin.Ad, lin.Bd) if args.dt is not None else (lin.A, lin.B)
+    base = "floating" if model.floating_base else "fixed"
+    title = (f"{model.name} ({base} base"
+             + (f", point contacts {', '.join(frames)}" if frames else "") + f"): {z_ordering(model)}")
+    ev = plot_linearization(A, B, z_names(model), w_names(model), out, title=title,
+                            discrete=args.dt is not None, dt=args.dt)
+    if args.dt is not None:
+        unstable, what = int(np.sum(np.abs(ev) > 1 + 1e-9)), "outside the unit circle"
+    else:
+        unstable, what = int(np.sum(ev.real > 1e-9)), "with a positive real part"
+    a, b = ("Ad", "Bd") if args.dt is not None else ("A", "B")
+    print(f"saved {out}: {a} {A.shape[0]}x{A.shape[1]} ({int(np.count_nonzero(A))} nonzero), "
+          f"{b} {B.shape[0]}x{B.shape[1]} ({int(np.count_nonzero(B))} nonzero), {unstable} eigenvalues of "
+          f"{a} {what}")
+    return 0
+
+
+def build_parser():
+    p = argparse.ArgumentParser(prog="sva-linearizer",
+                                description="Exact singularity-free linearization of robot dynamics (A, B).")
+    sub = p.add_subparsers(dest="command", required=True)
+    lp = sub.add_parser(
+        "linearize", help="linearize one state and print a summary",
+        description="Linearize z_dot = A z + B w at one state and print the state, the meaning of z and w, "
+                    "and a summary of A and B. Floating base: z = [z_H (6), s (nj), v (6), r (nj)]; "
+                    "fixed base: z = [s, r]; w = tau; joints in the model's order (printed). Vectors: "
+                    "numbers separated by commas or spaces, e.g. --q=-0.1,0.2,... or --q -0.1,0.2,...",
+        epilog="--out saves A, B, q, v, tau, nu_dot and the labels z_names ('z_H.vx', ..., 's.<joint>', "
+               "'v.vx', ..., 'r.<joint>'), w_names ('tau.<joint>'), joint_names, floating_base, z_ordering.")
+    _add_state_options(lp)
     lp.add_argument("--out", metavar="FILE.npz", help="save A, B, the state and the labels to this .npz file")
     lp.set_defaults(func=cmd_linearize)
     cp = sub.add_parser("compile", help="compile the numba kernels now (once per machine; e.g. in a Dockerfile)",
@@ -277,6 +323,22 @@ def build_parser():
                          "untouched): per compilation unit, numba's front end against LLVM, and how many "
                          "units each kernel is linked into")
     cp.set_defaults(func=cmd_compile)
+    pp = sub.add_parser(
+        "plot", help="draw the sparsity of A and B and the eigenvalues of A (PNG, SVG or PDF; needs matplotlib)",
+        description="Linearize at one state (the options of `linearize`) and draw the sparsity of A and B, "
+                    "their rows and columns labelled with the blocks of z (z_H, s, v, r) and the joint "
+                    "names, and the eigenvalues of A in the complex plane, into one figure.",
+        epilog="Needs matplotlib: pip install \"sva_linearizer[plot]\". Example: sva-linearizer plot "
+               "--robot solo12 --contacts FL_FOOT,FR_FOOT,HL_FOOT,HR_FOOT --out solo12.png")
+    _add_state_options(pp)
+    pp.add_argument("--contacts", metavar="FRAMES",
+                    help="comma-separated frame names held as world-aligned point contacts (rigid, KKT): "
+                         "A and B of the constrained dynamics")
+    pp.add_argument("--dt", type=float, metavar="SECONDS",
+                    help="draw Ad and Bd of the discrete step of this length (eigenvalues against the unit "
+                         "circle) instead of A and B")
+    pp.add_argument("--out", metavar="FILE", required=True, help="the figure: FILE.png, FILE.svg or FILE.pdf")
+    pp.set_defaults(func=cmd_plot)
     from .bench import add_subcommand as add_bench
 
     add_bench(sub)

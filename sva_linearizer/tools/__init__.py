@@ -1,1 +1,2 @@
-"""Tools that measure the package from outside its layers: the compile report."""
+"""Tools beside the package's layers: the compile report, the outputs check, the figures of
+`sva-linearizer plot`."""
