@@ -265,7 +265,7 @@ def _add_state_options(lp):
 
 def cmd_plot(args):
     import sva_linearizer as sl
-    from .tools.plot import MISSING, check_output, plot_linearization
+    from .tools.plot import MISSING, check_output, plot_linearization, unstable
 
     out = check_output(args.out)
     _check_source(args)
@@ -285,14 +285,12 @@ def cmd_plot(args):
              + (f", point contacts {', '.join(frames)}" if frames else "") + f"): {z_ordering(model)}")
     ev = plot_linearization(A, B, z_names(model), w_names(model), out, title=title,
                             discrete=args.dt is not None, dt=args.dt)
-    if args.dt is not None:
-        unstable, what = int(np.sum(np.abs(ev) > 1 + 1e-9)), "outside the unit circle"
-    else:
-        unstable, what = int(np.sum(ev.real > 1e-9)), "with a positive real part"
+    n_bad = int(np.sum(unstable(ev, args.dt is not None)))
+    what = "outside the unit circle" if args.dt is not None else "with a positive real part"
     a, b = ("Ad", "Bd") if args.dt is not None else ("A", "B")
     print(f"saved {out}: {a} {A.shape[0]}x{A.shape[1]} ({int(np.count_nonzero(A))} nonzero), "
-          f"{b} {B.shape[0]}x{B.shape[1]} ({int(np.count_nonzero(B))} nonzero), {unstable} eigenvalues of "
-          f"{a} {what}")
+          f"{b} {B.shape[0]}x{B.shape[1]} ({int(np.count_nonzero(B))} nonzero), {n_bad} eigenvalues of "
+          f"{a} {what} (beyond the rounding of repeated eigenvalues)")
     return 0
 
 

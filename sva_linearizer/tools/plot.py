@@ -74,26 +74,37 @@ def _sparsity(fig, ax, M, row_names, col_names, title):
     ax.set_title(f"{title}: {M.shape[0]} x {M.shape[1]}, {int(nz.sum())} nonzero", fontsize=10)
 
 
+def unstable(ev: np.ndarray, discrete: bool) -> np.ndarray:
+    """Which eigenvalues are unstable: Re > tol (continuous) or |ev| > 1 + tol (discrete), with
+    tol = 1e-6 max(1, max |ev|): the repeated zero eigenvalues of a floating base or of contact
+    constraints (Jordan blocks) come out of a numerical eigensolver spread by far more than the
+    rounding error, and are counted as the marginal eigenvalues they are."""
+    tol = 1e-6 * max(1.0, float(np.max(np.abs(ev)))) if ev.size else 0.0
+    return np.abs(ev) > 1.0 + tol if discrete else ev.real > tol
+
+
 def _eigenvalues(ax, A, discrete, dt):
     ev = np.linalg.eigvals(A)
     if discrete:
         th = np.linspace(0, 2 * np.pi, 400)
         ax.plot(np.cos(th), np.sin(th), color="0.6", lw=0.8, label="unit circle")
-        unstable = np.abs(ev) > 1.0 + 1e-9
         what = f"eigenvalues of Ad (dt = {dt:g} s)"
     else:
         ax.axvline(0.0, color="0.6", lw=0.8)
-        unstable = ev.real > 1e-9
         what = "eigenvalues of A"
+    bad = unstable(ev, discrete)
     ax.axhline(0.0, color="0.85", lw=0.5)
-    ax.scatter(ev.real[~unstable], ev.imag[~unstable], s=18, marker="x", color="tab:blue",
-               label=f"{int((~unstable).sum())} stable or marginal")
-    ax.scatter(ev.real[unstable], ev.imag[unstable], s=22, marker="x", color="tab:red",
-               label=f"{int(unstable.sum())} unstable")
-    zero = int(np.sum(np.abs(ev - (1.0 if discrete else 0.0)) < 1e-9 * max(1.0, np.max(np.abs(ev)))))
-    if zero:
-        ax.annotate(f"{zero} at {1 if discrete else 0}", (1.0 if discrete else 0.0, 0.0), fontsize=8,
+    ax.scatter(ev.real[~bad], ev.imag[~bad], s=18, marker="x", color="tab:blue",
+               label=f"{int((~bad).sum())} stable or marginal")
+    ax.scatter(ev.real[bad], ev.imag[bad], s=22, marker="x", color="tab:red",
+               label=f"{int(bad.sum())} unstable")
+    centre = 1.0 if discrete else 0.0
+    tol = 1e-6 * max(1.0, float(np.max(np.abs(ev))))
+    at = int(np.sum(np.abs(ev - centre) < np.sqrt(tol)))     # a Jordan block's spread ~ sqrt
+    if at:
+        ax.annotate(f"{at} within {np.sqrt(tol):.0e} of {centre:g}", (centre, 0.0), fontsize=8,
                     xytext=(6, 6), textcoords="offset points")
+    ax.set_aspect("equal", adjustable="datalim")           # the complex plane, not two stretched axes
     ax.set_xlabel("Re")
     ax.set_ylabel("Im")
     ax.set_title(what, fontsize=10)
