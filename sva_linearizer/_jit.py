@@ -162,7 +162,7 @@ if HAVE_NUMBA:
     def carve_view(typingctx, buf, offset, shape):
         """Compiled `_carve_view_py`: the view's shape, strides and data pointer are written
         directly (numba's reshape calls a C helper per array; the workspace views are carved at
-        every entry point). The caller guarantees offset + prod(shape) <= buf.size (data.views
+        every entry point). The caller guarantees offset + prod(shape) <= buf.size (layout.views
         checks the total).
 
         The view borrows buf's memory without a reference (a null meminfo, as numba.carray

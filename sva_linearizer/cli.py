@@ -277,10 +277,10 @@ def build_parser():
                          "untouched): per compilation unit, numba's front end against LLVM, and how many "
                          "units each kernel is linked into")
     cp.set_defaults(func=cmd_compile)
-    from .bench import add_subcommand as add_bench
+    from .tools.bench import add_subcommand as add_bench
 
     add_bench(sub)
-    from .profile import add_subcommand as add_profile
+    from .tools.profile import add_subcommand as add_profile
 
     add_profile(sub)
     try:
