@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._jit import real_array
+from ._arrays import real_array
 from .spatial import crm, rot_axis_angle, xform
 
 REVOLUTE, PRISMATIC, HELICAL, CUSTOM = 0, 1, 2, 3

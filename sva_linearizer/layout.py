@@ -18,7 +18,8 @@ from __future__ import annotations
 import math
 from collections import namedtuple
 
-from ._jit import HAVE_NUMBA, _carve_view_py, carve_view, njit
+from ._jit import HAVE_NUMBA, njit
+from ._intrinsics import _carve_view_py, carve_view
 from ._plain import set_plain_form
 
 # Int buffer: a header [n, floating, nrng, nsup, ngrp], then these.

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._jit import real_array
+from ._arrays import real_array
 from .joints import CUSTOM, Joint
 from .spatial import inertia_params, placement_to_xform, spatial_inertia
 

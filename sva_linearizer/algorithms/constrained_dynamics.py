@@ -17,7 +17,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .._jit import carve_view, njit, real_array
+from .._jit import njit
+from .._arrays import real_array
+from .._intrinsics import carve_view
 from ..data import get_data
 from ..layout import kernel, views
 from ..state import input_error

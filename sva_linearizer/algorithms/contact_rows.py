@@ -33,7 +33,9 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 
 from ..spatial import crm, se3_log
-from .._jit import carve_view, njit, real_array
+from .._jit import njit
+from .._arrays import real_array
+from .._intrinsics import carve_view
 
 COMPILE_GROUP = "contacts"  # the compile group of this module's kernels (_jit)
 from ..layout import kernel

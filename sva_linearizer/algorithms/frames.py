@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .._jit import kernel_array, njit
+from .._jit import njit
+from .._arrays import kernel_array
 
 COMPILE_GROUP = "contacts"  # the compile group of this module's kernels (_jit)
 from ..layout import views

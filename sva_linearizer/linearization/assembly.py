@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._jit import flat_view, njit
+from .._jit import njit
+from .._intrinsics import flat_view
 from ..algorithms.common import NOT_FINITE, not_finite
 from ..algorithms.eidamb import eidamb, set_base_acceleration
 from ..algorithms.eidamb_derivatives import eidamb_derivatives

@@ -24,7 +24,9 @@ from numpy.typing import ArrayLike
 if TYPE_CHECKING:
     from ..model import Model
 
-from .._jit import HAVE_NUMBA, borrow, decide_groups, kernel_array, njit, real_array
+from .._jit import HAVE_NUMBA, decide_groups, njit
+from .._arrays import kernel_array, real_array
+from .._intrinsics import borrow
 
 COMPILE_GROUP = "batch"     # the compile group of this module's kernels (_jit)
 from ..data import check_fits, get_data

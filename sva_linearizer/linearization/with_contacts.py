@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .._jit import borrow, njit
+from .._jit import njit
+from .._intrinsics import borrow
 
 COMPILE_GROUP = "contacts"  # the compile group of this module's kernels (_jit)
 from ..algorithms.common import not_finite
