@@ -6,10 +6,10 @@ Stages of the pipeline `linearize_state` (linearization/continuous.py), in order
     prepare      input checks, joint transforms (jcalc), base R and gravity          kinematics.py
     EIDAmb bias  EIDAmb at nu_dot = 0 with the velocities: h(q, nu) (Table 4.1)        eidamb.py
     IMMAmb       M^-1 (Table 4.7 / 4.6)                                               immamb.py
-    nu_dot       S tau - h and nu_dot = M^-1 (S tau - h)                              continuous.py
+    nu_dot       S tau - h and nu_dot = M^-1 (S tau - h)                              constrained_dynamics.py
     EIDAmb acc   EIDAmb again at the consistent acceleration (accelerations only)     eidamb.py
     IDSVA        the EIDAmb derivatives D (Tables 4.2-4.5 as IDSVA)                    eidamb_derivatives.py
-    assembly     -M^-1 D (SIMD tiles over D's support), B = M^-1 S, -ad(v), the        continuous.py,
+    assembly     -M^-1 D (SIMD tiles over D's support), B = M^-1 S, -ad(v), the        assembly.py,
                  finiteness check                                                     sparse_product.py
     dispatch     the call from Python into linearize_entry_data's compiled code, as linearize
                  makes it (argument unboxing; _jit.direct: without numba's type dispatch)
