@@ -30,9 +30,9 @@ LOCK_NAME = "sva_linearizer.compile.lock"
 
 # the package's folders of kernels (tools/ measures them from outside and holds none)
 KERNEL_FOLDERS = ("", "algorithms", "linearization")
-# modules of the kernel folders that no kernel reads (drivers of the library, run in Python only):
-# editing them leaves the compiled cache valid
-PYTHON_ONLY = frozenset({"__init__.py", "_cache.py", "cli.py", "robots.py", "urdf.py"})
+# modules of the kernel folders that no kernel reads (drivers of the library, run in Python only,
+# and every folder's __init__.py): editing them leaves the compiled cache valid
+PYTHON_ONLY = frozenset({"_cache.py", "cli.py", "robots.py", "urdf.py"})
 
 
 def _sources():
@@ -46,7 +46,8 @@ def _sources():
         folder = os.path.join(here, sub)
         try:
             seen += sorted(os.path.join(folder, f) for f in os.listdir(folder)
-                           if f.endswith(".py") and not (sub == "" and f in PYTHON_ONLY))
+                           if f.endswith(".py") and f != "__init__.py"
+                           and not (sub == "" and f in PYTHON_ONLY))
         except OSError:  # pragma: no cover - a zipped or stripped install
             pass
     for d in DISPATCHERS:
