@@ -11,7 +11,7 @@ from .algorithms import (
     mass_matrix,
     rneamb,
 )
-from .algorithms.contacts import Contact
+from .algorithms.contact_rows import Contact
 from .algorithms.frames import frame_jacobian, frame_placement, frame_velocity
 from .data import Data
 from .joints import Joint

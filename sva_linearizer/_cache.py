@@ -28,23 +28,26 @@ KEY_MARKER = "sva_linearizer.cache-key.json"
 LOCK_NAME = "sva_linearizer.compile.lock"
 
 
-# modules of the kernel folders that no kernel reads (drivers of the library, run in Python only):
-# editing them leaves the compiled cache valid
-PYTHON_ONLY = frozenset({"__init__.py", "_cache.py", "cli.py", "robots.py", "urdf.py"})
+# the package's folders of kernels (tools/ measures them from outside and holds none)
+KERNEL_FOLDERS = ("", "algorithms", "linearization")
+# modules of the kernel folders that no kernel reads (drivers of the library, run in Python only,
+# and every folder's __init__.py): editing them leaves the compiled cache valid
+PYTHON_ONLY = frozenset({"_cache.py", "cli.py", "robots.py", "urdf.py"})
 
 
 def _sources():
     """The source files holding kernels, in order (numba invalidates a file's cache entries when its
-    modification time or size changes): every module of the package's kernel folders but those in
-    PYTHON_ONLY, whether imported yet or not (some are imported on first use: the key must not
-    depend on that), then those of any other module that made a kernel with this njit."""
+    modification time or size changes): every module of KERNEL_FOLDERS but those in PYTHON_ONLY,
+    whether imported yet or not (some are imported on first use: the key must not depend on
+    that), then those of any other module that made a kernel with this njit."""
     here = os.path.dirname(os.path.abspath(__file__))
     seen = []
-    for sub in ("", "algorithms", "linearization"):
+    for sub in KERNEL_FOLDERS:
         folder = os.path.join(here, sub)
         try:
             seen += sorted(os.path.join(folder, f) for f in os.listdir(folder)
-                           if f.endswith(".py") and not (sub == "" and f in PYTHON_ONLY))
+                           if f.endswith(".py") and f != "__init__.py"
+                           and not (sub == "" and f in PYTHON_ONLY))
         except OSError:  # pragma: no cover - a zipped or stripped install
             pass
     for d in DISPATCHERS:

@@ -337,10 +337,10 @@ def build_parser():
                          "circle) instead of A and B")
     pp.add_argument("--out", metavar="FILE", required=True, help="the figure: FILE.png, FILE.svg or FILE.pdf")
     pp.set_defaults(func=cmd_plot)
-    from .bench import add_subcommand as add_bench
+    from .tools.bench import add_subcommand as add_bench
 
     add_bench(sub)
-    from .profile import add_subcommand as add_profile
+    from .tools.profile import add_subcommand as add_profile
 
     add_profile(sub)
     try:

@@ -2,14 +2,14 @@
 
 X_J = ^iX_{lambda(i)|i} maps twists from the joint's parent-side frame lambda(i)|i into the child
 body frame i; Gamma is the motion subspace in the child frame. Built-in joints move the way Gamma says
-(thesis_notes section 4: the child of a prismatic joint slides +s e, of a helical joint +h s e; Table B.1
-prints the opposite sign for o). Axes are arbitrary unit vectors (URDF), not only x, y, z.
+(the child of a prismatic joint slides +s e, of a helical joint +h s e; Table B.1 prints the opposite
+sign for o: docs/derivations.md, "Joints"). Axes are arbitrary unit vectors (URDF), not only x, y, z.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ._jit import real_array
+from ._arrays import real_array
 from .spatial import crm, rot_axis_angle, xform
 
 REVOLUTE, PRISMATIC, HELICAL, CUSTOM = 0, 1, 2, 3

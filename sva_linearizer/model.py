@@ -2,7 +2,7 @@
 
 Bodies are stored parents-before-children (add_body requires the parent to exist), which is the
 joint order of the model (`model.joint_names`). The algorithms work on flat arrays compiled from the
-tree (`Model.arrays()`), laid out for the kernels by :mod:`sva_linearizer.data`.
+tree (`Model.arrays()`), laid out for the kernels by :mod:`sva_linearizer.layout`.
 """
 from __future__ import annotations
 
@@ -11,9 +11,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._jit import real_array
+from ._arrays import real_array
 from .joints import CUSTOM, Joint
 from .spatial import inertia_params, placement_to_xform, spatial_inertia
+
+# the check Model.validate runs (algorithms/checks.py registers it: it runs the articulated-body
+# algorithm, a layer above the model)
+_VALIDATOR = None
+
+
+def set_validator(check) -> None:
+    """Register check(model, warn) as what Model.validate runs."""
+    global _VALIDATOR
+    _VALIDATOR = check
 
 
 @dataclass
@@ -287,41 +297,9 @@ class Model:
         return self._arrays
 
     def validate(self, warn=False):
-        """Raise ValueError naming the joint (or the base) whose subtree makes M singular.
-
-        A massless subtree makes M singular at every configuration; M can also be singular at
-        isolated configurations (e.g. point masses on a joint axis), which the algorithms report
-        when they meet one. So a joint is rejected only if its pivot vanishes at two random
-        configurations. ``warn=True``: a UserWarning for each problem (each massless subtree,
-        named by its topmost joint) instead of the error."""
-        from . import algorithms  # local import: algorithms imports model
-
-        def problem(msg):
-            if not warn:
-                raise ValueError(msg)
-            warnings.warn(f"{msg}; accepted because the model is not strict (load_urdf(..., "
-                          "validate=False)): the algorithms that need M^-1 will raise", stacklevel=5)
-
-        if self.nj == 0 and not self.floating_base:
-            problem(f"model '{self.name}' has no joints and a fixed base: nothing moves")
-            return
-        rng = np.random.default_rng(0)
-        scale = max(1.0, self.total_mass())
-        bad_joints, bad_base = None, True
-        for _ in range(2):
-            D, base_ev = algorithms.articulated_pivots(self, rng.uniform(-1.0, 1.0, self.nj))
-            bad = {i for i in range(self.nj) if not abs(D[i]) > 1e-12 * scale}
-            bad_joints = bad if bad_joints is None else bad_joints & bad
-            bad_base = bad_base and self.floating_base and not abs(base_ev) > 1e-12 * scale
-        for i in sorted(bad_joints):
-            if any(self._is_below(i, k) for k in bad_joints):
-                continue  # reported with the topmost joint of its subtree
-            below = [self.bodies[k].name for k in sorted(bad_joints) if k != i and self._is_below(k, i)]
-            also = f" (and so do the joints below it: {', '.join(below)})" if below else ""
-            problem(
-                f"joint '{self.bodies[i].name}': the bodies it moves have no mass or inertia along its "
-                f"motion, so the mass matrix is singular (massless subtree){also}")
-        if bad_base:
-            problem(
-                f"floating base '{self.base_name}': the base and the bodies rigidly attached to it have "
-                "no mass or inertia in some direction, so the mass matrix is singular")
+        """Raise ValueError naming the joint (or the base) whose subtree makes M singular
+        (algorithms/checks.py: the articulated pivots at two random configurations). ``warn=True``:
+        a UserWarning for each problem instead of the error."""
+        if _VALIDATOR is None:  # pragma: no cover - sva_linearizer's import registers it
+            raise RuntimeError("no model check registered: import sva_linearizer")
+        _VALIDATOR(self, warn)

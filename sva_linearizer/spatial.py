@@ -94,7 +94,7 @@ def rpy_to_matrix(rpy):
 def quat_to_matrix(q) -> np.ndarray:
     """Rotation matrix of a quaternion (x, y, z, w) (Pinocchio / ROS order), normalised on the way
     (spatial_ops.quat_to_rot, the one implementation the kernels use too)."""
-    from ._jit import kernel_array
+    from ._arrays import kernel_array
     from .spatial_ops import quat_to_rot
 
     R = np.empty((3, 3))

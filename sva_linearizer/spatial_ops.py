@@ -17,14 +17,14 @@ than the arithmetic). Linear-angular order; the same operations as :mod:`sva_lin
     two_b_sym_rigid  the symmetric part of Singh's 2B (eq. 28) on those parameters
 
 A joint's tree transform X = [[E, E w^], [0, E]] with E a rotation about a coordinate axis e_a
-(kinematics.axis_structure: data's `xax`, `xw`) has structured forms: xmv_axis, xt_add_axis,
+(topology.axis_structure: layout fields `xax`, `xw`) has structured forms: xmv_axis, xt_add_axis,
 xt_rows_axis, congruence_add_axis, rigid_congruence_add_axis, on E's 2x2 block and a cross
 product with w, indices relabelled 0, 1, 2 -> a, b, c (cyclic). The *_s functions choose: the
 structured form for an axis code a >= 0 (each axis a literal branch: by_axis), the general one
 for -1.
 
-Products with a joint's motion subspace Gamma take its axis code ax (data's `sax`, see
-kinematics.axis_codes): ax >= 0 when Gamma = +-e_ax (a revolute or prismatic joint about x, y or z,
+Products with a joint's motion subspace Gamma take its axis code ax (layout field `sax`, see
+topology.axis_codes): ax >= 0 when Gamma = +-e_ax (a revolute or prismatic joint about x, y or z,
 most URDF joints), and the product is then a column read or one scalar product, -1 for a general
 Gamma (the full product). Both give the same numbers: only products with exact zeros are skipped.
 
@@ -57,7 +57,7 @@ def mv_add(X, x, out):
 
 @njit(inline="always")
 def rigid_mv6(M, x):
-    """M x as 6 scalars for M of rigid-body form [[m 1, -h^], [h^, C]] (data.rigid_form; m = 0 for
+    """M x as 6 scalars for M of rigid-body form [[m 1, -h^], [h^, C]] (topology.rigid_form; m = 0 for
     KC): [m x_l - h x x_w; h x x_l + C x_w], 24 multiplies where the 6x6 product takes 36."""
     ms, h0, h1, h2 = M[0, 0], M[5, 1], M[3, 2], M[4, 0]
     l0, l1, l2, w0, w1, w2 = x[0], x[1], x[2], x[3], x[4], x[5]
@@ -239,7 +239,7 @@ def xt6(blocks, y0, y1, y2, y3, y4, y5):
 
 @njit(inline="always")
 def axis_blocks(X, a):
-    """For X = [[E, E w^], [0, E]] with E a rotation about e_a (kinematics.axis_structure): the
+    """For X = [[E, E w^], [0, E]] with E a rotation about e_a (topology.axis_structure): the
     other two axes b, c (a, b, c cyclic, so that cross products keep their form in that order) and
     E's 2x2 block E_bb, E_bc, E_cb, E_cc; the rest of E is 1 at (a, a) and 0."""
     b = a + 1 if a < 2 else 0
@@ -622,7 +622,7 @@ def quat_to_rot(quat, R):
 
 def by_axis(axis_fn, general_fn):
     """The product `f(X, w, a, p, out)` for a joint's tree transform X with structure code a
-    (kinematics.axis_structure): axis_fn(X, w, a, p, out) for a = 0, 1, 2, general_fn(X, p, out)
+    (topology.axis_structure): axis_fn(X, w, a, p, out) for a = 0, 1, 2, general_fn(X, p, out)
     for -1. Each axis is its own branch, so that once inlined the axis is a literal and every
     index a constant: with run-time indices the compiler cannot tell the stores from the loads
     that follow them (one buffer), and the fewer operations ran little faster."""

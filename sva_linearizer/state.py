@@ -5,7 +5,8 @@ import math
 
 import numpy as np
 
-from ._jit import direct, is_direct, kernel_array, njit, real_array
+from ._jit import direct, is_direct, njit
+from ._arrays import kernel_array, real_array
 from .spatial import matrix_to_quat, quat_to_matrix
 
 QUATERNION_TOLERANCE = 1e-6  # |norm - 1| up to this is normalised silently; beyond it is an error

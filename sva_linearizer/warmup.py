@@ -26,7 +26,7 @@ from ._cache import (DISPATCHERS, GROUPS, FileLock, cache_dirs, cache_matches, c
                      write_markers)
 from .algorithms import (articulated_pivots, extended_inverse_dynamics, extended_inverse_dynamics_derivatives,
                          forward_dynamics, inverse_mass_matrix, mass_matrix, rneamb)
-from .algorithms.contacts import Contact
+from .algorithms.contact_rows import Contact
 from .algorithms.frames import frame_jacobian, frame_placement, frame_velocity
 from .data import Data
 from .joints import Joint
@@ -189,7 +189,7 @@ def _stage_contacts_batch():
 # (group, name, function): what the warm-up runs, in order. "core": everything one state needs
 # (ensure_compiled() before the first kernel call); "batch": linearize_batch's parallel kernel
 # (ensure_compiled("batch") in linearize_batch); "contacts": one state with contacts (frames.py,
-# linearization/contacts.py); "contacts_batch": linearize_batch(contacts=)'s parallel kernel
+# linearization/with_contacts.py); "contacts_batch": linearize_batch(contacts=)'s parallel kernel
 # (contacts_chunk: ensure_compiled("contacts_batch") in contacts.batch_contacts). The core may
 # add stages for new kernels.
 WARMUP_STAGES = [

@@ -77,7 +77,7 @@ def test_a_workspace_full_of_nan_gives_the_same_results(floating):
     Minv first, relying on that): a Data whose whole workspace holds NaN gives M^-1 = inv(CRBA)
     and exactly the A, B of a fresh Data. Random trees whose subtrees are several index ranges
     (the gaps between them are IMMAmb's columns outside a subtree)."""
-    from sva_linearizer.data import WORK
+    from sva_linearizer.layout import WORK
 
     def dirty(model):
         d = sl.Data(model)

@@ -6,7 +6,7 @@ import pytest
 
 import sva_linearizer as sl
 from fd_tools import random_state
-from sva_linearizer.data import rigid_form
+from sva_linearizer.topology import rigid_form
 from sva_linearizer.robots import load_robot
 from sva_linearizer.spatial import rot_axis_angle, spatial_inertia, xform
 from sva_linearizer.spatial_ops import rigid_congruence_add

@@ -8,7 +8,7 @@ import pytest
 
 import sva_linearizer as sl
 from fd_tools import random_state, random_tree
-from sva_linearizer.data import column_groups, support_rows
+from sva_linearizer.topology import column_groups, support_rows
 from sva_linearizer.linearization.sparse_product import neg_minv_times
 from sva_linearizer.robots import load_robot
 

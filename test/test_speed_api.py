@@ -251,7 +251,7 @@ def test_linearize_flat_checks_its_inputs():
 def test_flop_counter_counts_arithmetic():
     """The profile's counting float against operation counts done by hand: a dense product of
     (n x k)(k x m) has n m k multiplications and n m (k - 1) additions."""
-    from sva_linearizer.profile import _COUNT, _counted
+    from sva_linearizer.tools.profile import _COUNT, _counted
 
     a, b = _counted(np.ones((5, 4))), _counted(np.ones((4, 3)))
     before = _COUNT[0]
@@ -268,7 +268,7 @@ def test_profile_command_counts_and_times_every_stage(capsys):
     """`sva-linearizer profile`: each stage timed and counted; the matrix-vector stage's count is
     the hand count 2 nv^2 (nv products and nv sums per row) + nj (S tau - h)."""
     from sva_linearizer.cli import main
-    from sva_linearizer.profile import STAGES, flops_in_child
+    from sva_linearizer.tools.profile import STAGES, flops_in_child
 
     flops = flops_in_child("ur5")
     nv = 6

@@ -49,7 +49,7 @@ def test_rneamb_base_acceleration_and_tau(printed_system):
 
 def test_eid_derivatives_as_printed(printed_system):
     """D1 ID (Table 4.2) at fixed ^A v, D2 (4.3), D4 (4.5); D3 (4.4) as printed is with respect to the
-    body twist v_0 (Table 4.4 line 1: dv_0/dv = I), not ^A v as thesis_notes section 3 says."""
+    body twist v_0 (Table 4.4 line 1: dv_0/dv = I), not ^A v as the thesis's text says (docs/derivations.md)."""
     model, st, vdot, tau = printed_system
     nu_dot = np.r_[vdot, ts.RDOT]
     Dq_in, Dnu_in = sl.extended_inverse_dynamics_derivatives(model, st, nu_dot, base_velocity_frame="inertial")
@@ -58,7 +58,7 @@ def test_eid_derivatives_as_printed(printed_system):
     close_to_printed(Dq_in[:, 6:], printed.D2_ID)
     close_to_printed(Dnu_b[:, :6], printed.D3_ID)
     close_to_printed(Dnu_in[:, 6:], printed.D4_ID)
-    # the body-twist D1 is a different matrix (thesis_notes section 3): row 1 = [~0, 0, 0, -3423, 2962, -7132]
+    # the body-twist D1 is a different matrix (docs/derivations.md): row 1 = [~0, 0, 0, -3423, 2962, -7132]
     np.testing.assert_allclose(Dq_b[0, :6], [0, 0, 0, -3423, 2962, -7132], atol=1.0)
     # and the s, r columns do not depend on the base-velocity convention
     np.testing.assert_allclose(Dq_b[:, 6:], Dq_in[:, 6:], rtol=1e-12, atol=1e-6)

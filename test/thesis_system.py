@@ -1,7 +1,7 @@
 """The thesis's Chapter 5 test system (Section 5.1, Appendix D.1), shared by the tests.
 
 Two builds of the same tree: `joints="table_b1"` uses Joint.custom with jcalc exactly as Table B.1
-prints it (reproduces the printed numbers; see thesis_notes section 4 for why prismatic and helical
+prints it (reproduces the printed numbers; docs/derivations.md, "Joints", says why prismatic and helical
 joints move against their motion subspace there); `joints="package"` uses the package's own joints.
 """
 import numpy as np
@@ -9,7 +9,7 @@ import numpy as np
 import sva_linearizer as sl
 from sva_linearizer.spatial import skew, xform
 
-# Table D.1: (type, axis, pitch); Figure 5.1 as reconstructed in thesis_notes section 5
+# Table D.1: (type, axis, pitch); the tree of Figure 5.1 as docs/derivations.md reconstructs it
 PARENTS = [0, 1, 2, 0, 4, 4, 0, 7, 8]
 JOINTS = [("P", "x", 0), ("R", "y", 0), ("H", "z", 4), ("H", "x", 5), ("R", "z", 0), ("P", "y", 0),
           ("R", "x", 0), ("P", "z", 0), ("H", "y", 3)]

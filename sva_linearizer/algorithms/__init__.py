@@ -1,5 +1,5 @@
 """The thesis's algorithms, one per file, each a compiled kernel `f(m, d, ...)` on the model's and
-the workspace's named views (data.py) with its typed Python wrapper:
+the workspace's named views (layout.py) with its typed Python wrapper:
 
     kinematics.py          jcalc (Appendix B), tree transforms, gravity term (EIDAmb lines 7, 16)
     eidamb.py              EIDAmb (Table 4.1)                     extended_inverse_dynamics
@@ -10,7 +10,10 @@ the workspace's named views (data.py) with its typed Python wrapper:
     immamb.py              IMMAmb (Table 4.7) / IMMA (Table 4.6)  inverse_mass_matrix
     rneamb.py              RNEAmb (E.2) / RNEA (E.1)              rneamb
     frames.py              frame poses, Jacobians, twist/acceleration derivatives   frame_*
-    contacts.py            contact definitions (Pinocchio's), residuals, forces      Contact
+    contact_rows.py        contact definitions (Pinocchio's), their rows, residuals, wrenches   Contact
+    constrained_dynamics.py  forward dynamics with contacts (the KKT solve through IMMAmb)
+    checks.py              the model's check (massless subtrees): Model.validate
+    status.py              the status codes of the compiled entry points
 """
 from .abamb import forward_dynamics
 from .crbamb import mass_matrix
@@ -19,6 +22,7 @@ from .eidamb_derivatives import extended_inverse_dynamics_derivatives
 from .immamb import inverse_mass_matrix
 from .articulated import articulated_pivots
 from .rneamb import rneamb
+from . import checks  # noqa: F401 - registers Model.validate's check
 
 __all__ = ["articulated_pivots", "extended_inverse_dynamics", "extended_inverse_dynamics_derivatives",
            "forward_dynamics", "inverse_mass_matrix", "mass_matrix", "rneamb"]

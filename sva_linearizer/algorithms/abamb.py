@@ -13,12 +13,13 @@ if TYPE_CHECKING:
     from ..state import State
 
 from .._jit import njit
-from ..data import kernel, views
+from ..layout import kernel, views
 from ..spatial_ops import cross_f, cross_m, dot6, inv_spd6, mv, mv_add, s_dot, xmv, xt_add
 from ..state import as_vector, input_error
 from .articulated import articulated_step, init_articulated, pivot_tolerance
-from .common import (ABAMB_STEPS, BAD_INPUT, BASE_SINGULAR, finite_result, setup,
+from .common import (ABAMB_STEPS, BAD_INPUT, BASE_SINGULAR, check_state, finite_result, setup,
                      singular_mass_matrix_error)
+from .constrained_dynamics import forward_dynamics_contacts
 from .kinematics import prepare
 
 
@@ -87,14 +88,11 @@ def forward_dynamics(model: Model, state: State, tau: ArrayLike, data: Data | No
                      contacts=None, forces=None):
     """ABAmb / ABA: nu_dot = [v_dot (body frame, 6); r_ddot] (floating) or r_ddot (fixed).
 
-    contacts=[sl.Contact, ...]: the constrained dynamics (KKT, algorithms/contacts.py); returns
+    contacts=[sl.Contact, ...]: the constrained dynamics (KKT, constrained_dynamics.py); returns
     (nu_dot, forces) with the contact forces on the robot, stacked, each in its reference frame.
     forces=[(sl.Contact, f), ...]: contact forces applied as given inputs."""
     tau = as_vector("tau", tau, model.nj)
     if contacts or forces:
-        from .common import check_state
-        from ..linearization.contacts import forward_dynamics_contacts
-
         check_state(model, state)
         return forward_dynamics_contacts(model, state, tau, contacts, forces, data)
     d = setup(model, state, data)

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from ..model import Model
 
 from .._jit import njit
-from ..data import kernel, views
+from ..layout import kernel, views
 from ..spatial_ops import congruence_add_s, dot6, mv
 from .kinematics import prepare
 

@@ -9,12 +9,9 @@ import numpy as np
 from .._jit import njit
 from ..data import Data, get_data
 from ..state import State
+from .kinematics import fill_custom
+from .status import BAD_INPUT, BASE_SINGULAR, NOT_FINITE, OK  # noqa: F401 - the codes, for the wrappers
 
-OK = 0
-BAD_INPUT = -2        # an input is not finite, or the base quaternion not of unit norm
-BASE_SINGULAR = -1    # the floating base's articulated inertia M^A_0 is singular
-NOT_FINITE = -3       # a result overflowed (see overflow_error)
-# k > 0: the pivot D_k of body k (joint k-1) vanishes: M is singular there
 
 
 @njit(inline="always")
@@ -38,8 +35,6 @@ def check_state(model, state) -> None:
 
 def setup(model, state, data=None) -> Data:
     """The Data a call runs on (see data.get_data), with custom joints' jcalc filled in."""
-    from .kinematics import fill_custom
-
     check_state(model, state)
     d = get_data(model, data)
     if d.custom:

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from ..state import State
 
 from .._jit import njit
-from ..data import kernel, views
+from ..layout import kernel, views
 from ..spatial_ops import congruence_add, dot6, mv, xt_add
 from ..state import input_error
 from .common import BAD_INPUT, KINEMATICS_STEPS, finite_result, setup

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from ..state import State
 
 from .._jit import njit
-from ..data import kernel, views
+from ..layout import kernel, views
 from ..spatial_ops import cross_f, cross_m, mv_r, s_dot, xmv_s, xt_add_s
 from ..state import as_vector
 from .common import BAD_INPUT, EIDAMB_STEPS, finite_result, setup

@@ -1,5 +1,6 @@
 """Derivatives of EIDAmb (thesis Tables 4.2-4.5), computed with the arithmetic of Singh et al.'s IDSVA
-(seeds/000-001, Alg. 1; notes/singh_kim_digest.md section 2.4) in body coordinates: O(N d), a few
+(Singh et al., "Efficient Analytical Derivatives of Rigid-Body Dynamics using Spatial Vector
+Algebra", Alg. 1; docs/derivations.md) in body coordinates: O(N d), a few
 6-vector products per (ancestor, descendant) pair instead of a 6x6 product per (body, column).
 
 Where each thesis table's result comes from (D = [D_q | D_nu], nv x 2nv):
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
     from ..state import State
 
 from .._jit import njit
-from ..data import kernel, views
+from ..layout import kernel, views
 from ..spatial import crm, xform
 from ..spatial_ops import (congruence_add, cross_f, cross_f6, cross_m, dot6, m_s, mv_add_r, mv_r,
                            rigid_congruence_add_s, s_dot, two_b_sym_rigid, xt_add_s, xtf_rows_s)
@@ -54,19 +55,19 @@ def two_b_sym(M, v, T, K):
 @kernel
 def eidamb_derivatives(m, d):
     """The derivatives of EIDAmb w.r.t. H, s, v, r (Tables 4.2-4.5), computed by IDSVA (Singh et al.
-    Alg. 1, notes/singh_kim_digest.md section 2.4) in body coordinates: the same derivatives with
+    Alg. 1; docs/derivations.md) in body coordinates: the same derivatives with
     the arithmetic restructured to O(N d), a few 6-vector products per (ancestor, descendant) pair.
 
     D (nv x 2nv) gets the columns [z_H (6) | s (N) | v (6, body twist) | r (N)] (floating) or
     [s (N) | r (N)] (fixed). Needs eidamb at the same state and acceleration (v, f as subtree
-    sums, vp, ap, hv). g0 = a_0^r = ^0R_A a_grav. With the body twist held fixed (thesis_notes
-    section 3) only gravity depends on H: the base acts as a 6-DoF joint with Gamma_0 = sigma_0 = 1,
+    sums, vp, ap, hv). g0 = a_0^r = ^0R_A a_grav. With the body twist held fixed (docs/derivations.md,
+    "Which base velocity the thesis holds fixed") only gravity depends on H: the base acts as a 6-DoF joint with Gamma_0 = sigma_0 = 1,
     Psi-dot_0 = 0, Psi-ddot_0 = a_0^r x 1 and S-dot_0 = v_0 x 1.
 
     Body coordinates rather than the paper's ground frame: a body's t1..t4 (lines 13-16) are taken
     to each ancestor's frame on the way up (X^T), which costs more than ground-frame dot products
-    but keeps the accuracy of the forward-mode tables (a ground-frame version lost about a digit on
-    icub's ill-conditioned states; README, Performance).
+    but keeps the accuracy of the forward-mode tables (in the ground frame the derivatives lose about
+    a digit on ill-conditioned states, e.g. icub's).
     IC: composite M^C_k (lines 8, 22). 2 B^C_k (lines 9, 22) is kept as its symmetric part KC[k]
     and the composite momentum hC[k] (two_b_sym): 2B^C x = KC x + x x* hC, by equivariance of the
     cross products, and KC's congruence is the cheap symmetric one. Where subtree(k)'s inertias are
@@ -77,8 +78,8 @@ def eidamb_derivatives(m, d):
 
     Joints whose position twist sigma differs from Gamma (custom joints, see kinematics) keep the
     two apart: sigma in the position derivatives (Psi-dot, Psi-ddot, the f x-bar* sigma term),
-    Gamma in the velocity derivatives and in tau = Gamma^T f. Line 15's third term is kept (digest
-    section 2.9: dropping it is an erratum of the paper)."""
+    Gamma in the velocity derivatives and in tau = Gamma^T f. Line 15's third term is kept (the paper's
+    simplified form drops it, which is wrong: docs/derivations.md)."""
     lam, vidx, sax, rig, floating, nb, nv, I = m.lam, m.vidx, m.sax, m.rig, m.floating, m.nb, m.nv, m.I
     xax, xw = m.xax, m.xw
     S, Sig, Xup, v, vp, ap, hv, f, g0 = d.S, d.Sig, d.Xup, d.v, d.vp, d.ap, d.hv, d.f, d.g0
@@ -204,7 +205,7 @@ def extended_inverse_dynamics_derivatives(model: Model, state: State, nu_dot: Ar
     D_q columns: [z_H (6, left-trivialized: H -> H exp(z^)), s]; D_nu columns: [v (6), r].
     base_velocity_frame="body" holds the body twist v fixed (what the linearization needs);
     "inertial" holds ^A v fixed, the thesis's convention in Tables 4.1-4.2 and Chapter 5
-    (thesis_notes section 3): D_v^A = D_v ^0X_A, D_H^A = D_H + D_v (v x)."""
+    (docs/derivations.md): D_v^A = D_v ^0X_A, D_H^A = D_H + D_v (v x)."""
     if base_velocity_frame not in BASE_VELOCITY_FRAMES:
         raise ValueError(f"base_velocity_frame must be one of {BASE_VELOCITY_FRAMES}, "
                          f"got {base_velocity_frame!r}")

@@ -8,8 +8,8 @@ d.vp after eidamb_entry / the linearization's first stage), walking the path bas
     v_k = X_k v_lam + Gamma_k r_k,   a_k = X_k a_lam + Gamma_k r_ddot_k + v_k x Gamma_k r_k
     (EIDAmb lines 15-18 without the gravity term), with dX_k/ds_k = -(sigma_k x) X_k, so that
     d v_k/d s_k = v_p x sigma_k (Psi-dot), d a_k/d s_k = a_p x sigma_k + (d v_k) x Gamma_k r_k
-    (v_p, a_p: the parent's twist / acceleration in k's frame; the IDSVA quantities of
-    notes/singh_kim_digest.md, here in the moving body's own coordinates).
+    (v_p, a_p: the parent's twist / acceleration in k's frame; IDSVA's quantities (Singh et al.,
+    IDSVA:13), here in the moving body's own coordinates).
 The base's body twist v_0 and acceleration v_dot_0 are state / input (held fixed), so in body
 coordinates nothing depends on z_H. J (the velocity Jacobian, columns [v (6), r]) and Jq (the
 position Jacobian, columns [z_H (6), s]: a frame moves by M exp((Jq z)^)) differ only for custom
@@ -21,10 +21,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .._jit import kernel_array, njit
+from .._jit import njit
+from .._arrays import kernel_array
 
 COMPILE_GROUP = "contacts"  # the compile group of this module's kernels (_jit)
-from ..data import views
+from ..layout import views
 from ..spatial import placement_to_xform
 from ..spatial_ops import xmv
 from .common import KINEMATICS_STEPS, finite_result, setup

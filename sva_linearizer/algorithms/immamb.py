@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from ..state import State
 
 from .._jit import njit
-from ..data import kernel, views
+from ..layout import kernel, views
 from ..spatial_ops import axis_blocks, inv_spd6, xblocks, xm_axis6, xt6, xt_add_s, xt_axis6
 from ..state import input_error
 from .articulated import articulated_step, init_articulated, pivot_tolerance
@@ -68,7 +68,7 @@ def f_columns(X, S, U, iD, Fk, Fp, Mrow, c0, c1, up, own):
 @njit(inline="always")
 def f_columns_axis(X, o, a, S, U, iD, Fk, Fp, Mrow, c0, c1, up, own):
     """f_columns for a body whose Xup = [[E, E o^], [0, E]] with E a rotation about e_a and whose
-    Gamma = +-e_(3+a) (kinematics.axis_structure): m reads one row of F_k, and X^T takes E's 2x2
+    Gamma = +-e_(3+a) (topology.axis_structure): m reads one row of F_k, and X^T takes E's 2x2
     block (spatial_ops.xt_axis6; rows relabelled a, b, c)."""
     b, c, ebb, ebc, ecb, ecc = axis_blocks(X, a)
     oa, ob, oc = o[a], o[b], o[c]
@@ -93,7 +93,7 @@ def f_columns_axis(X, o, a, S, U, iD, Fk, Fp, Mrow, c0, c1, up, own):
 @njit(inline="always")
 def p_columns_axis(X, o, a, S, w, Dk, Pp, Pk, Mrow, c0, c1, fresh):
     """p_columns for a body whose Xup = [[E, E o^], [0, E]] with E a rotation about e_a and whose
-    Gamma = +-e_(3+a) (kinematics.axis_structure): P_k = X P_lam + Gamma m with X on E's 2x2 block
+    Gamma = +-e_(3+a) (topology.axis_structure): P_k = X P_lam + Gamma m with X on E's 2x2 block
     (spatial_ops.xm_axis6) and Gamma m one entry (rows relabelled a, b, c); w = X^T U, not yet
     divided by D_k."""
     b, c, ebb, ebc, ecb, ecc = axis_blocks(X, a)

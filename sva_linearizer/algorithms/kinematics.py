@@ -11,12 +11,12 @@ from __future__ import annotations
 import numpy as np
 
 from .._jit import njit
-from ..data import kernel
-from ..joints import CUSTOM, HELICAL, PRISMATIC, REVOLUTE
+from ..layout import kernel
+from ..joints import CUSTOM, HELICAL, PRISMATIC
 from ..spatial import crm
 from ..spatial_ops import quat_to_rot
 from ..state import QUATERNION_TOLERANCE, check_vectors
-from .common import BAD_INPUT
+from .status import BAD_INPUT
 
 
 @kernel
@@ -29,7 +29,7 @@ def joint_transforms(m, d, s):
     X_J = [[E, o^ E], [0, E]] with E = R(e, s)^T and o = -(translation along e), so the child moves
     the way Gamma says and sigma = Gamma. CUSTOM joints: the caller has filled XJ[k], S[k] and
     Sig[k] from the user's jcalc / jcalcderiv (sigma may differ from Gamma there, as in the
-    thesis's Table B.1 joints, thesis_notes section 4)."""
+    thesis's Table B.1 joints: docs/derivations.md, "Joints")."""
     jtype, jaxis, jpitch, S, Sig, xax = m.jtype, m.jaxis, m.jpitch, d.S, d.Sig, m.xax
     for k in range(1, m.nb):
         t = jtype[k]
@@ -91,27 +91,10 @@ def joint_transforms(m, d, s):
                                + X[i, 3] * T[3, c + 3] + X[i, 4] * T[4, c + 3] + X[i, 5] * T[5, c + 3])
 
 
-def axis_codes(jtype: np.ndarray, jaxis: np.ndarray, jpitch: np.ndarray) -> np.ndarray:
-    """Per joint: i in 0..5 when its Gamma (= sigma) is +-e_i for every s (a built-in revolute or
-    prismatic joint, or a helical one of pitch 0, about +-x, +-y or +-z exactly), else -1 (custom
-    joints, general axes). The kernels then read a column instead of a product (spatial_ops)."""
-    out = np.full(len(jtype), -1, dtype=np.int64)
-    for j, t in enumerate(jtype):
-        if t == CUSTOM:
-            continue
-        e = np.asarray(jaxis[j], dtype=float)
-        pitch = jpitch[j] if t == HELICAL else 0.0
-        g = np.concatenate([e, np.zeros(3)]) if t == PRISMATIC else np.concatenate([pitch * e, e])
-        nz = np.flatnonzero(g)
-        if len(nz) == 1 and abs(g[nz[0]]) == 1.0:
-            out[j] = nz[0]
-    return out
-
-
 @njit(inline="always")
 def axis_joint_transform(a, sg, q, w, S, Sig, Y):
     """joint_transforms for a revolute joint about sg e_a (sg = +-1) on a placement without
-    rotation (kinematics.axis_structure): Gamma = sigma = sg e_(3+a) and Xup = X_J Xtree =
+    rotation (topology.axis_structure): Gamma = sigma = sg e_(3+a) and Xup = X_J Xtree =
     [[E, E w^], [0, E]] written directly, with E's entries computed as joint_transforms computes
     them for that axis (the same numbers) and E w^ on E's 2x2 block."""
     b = a + 1 if a < 2 else 0
@@ -143,30 +126,6 @@ def axis_joint_transform(a, sg, q, w, S, Sig, Y):
     Y[c, 3], Y[c, 4], Y[c, 5] = ecb * rb0 + ebb * rc0, ecb * rb1 + ebb * rc1, ecb * rb2 + ebb * rc2
 
 
-def axis_structure(jtype: np.ndarray, sax: np.ndarray, Xtree: np.ndarray
-                   ) -> tuple[np.ndarray, np.ndarray]:
-    """Per joint (xax, xw): xax = a in 0..2 when ^kX_lam = X_J Xtree = [[E, E w^], [0, E]] with E a
-    rotation about e_a and w constant, for every s: a revolute joint about +-e_a (axis code 3 + a)
-    whose placement has no rotation (Xtree = [[1, w^], [0, 1]] exactly); else -1. The kernels then
-    apply X and X^T with the rotation's 2x2 block and a cross product with w (spatial_ops, *_axis),
-    about half the arithmetic of the 6x6 (URDF joints mostly are of this kind)."""
-    n = len(jtype)
-    xax = np.full(n, -1, dtype=np.int64)
-    xw = np.zeros((n, 3))
-    eye = np.eye(3)
-    for j in range(n):
-        if jtype[j] != REVOLUTE or not 3 <= sax[j] <= 5:
-            continue
-        T = Xtree[j]
-        w = np.array([T[2, 4], T[0, 5], T[1, 3]])
-        F = np.array([[0.0, -w[2], w[1]], [w[2], 0.0, -w[0]], [-w[1], w[0], 0.0]])
-        if (np.array_equal(T[0:3, 0:3], eye) and np.array_equal(T[3:6, 3:6], eye)
-                and not np.any(T[3:6, 0:3]) and np.array_equal(T[0:3, 3:6], F)):
-            xax[j] = sax[j] - 3
-            xw[j] = w
-    return xax, xw
-
-
 @njit(inline="always")
 def split_state(m, q, vel):
     """(quat, s, v_base, r) as views of the flat vectors (empty quat and v_base for a fixed base)."""
@@ -180,7 +139,7 @@ def prepare(m, d, q, vel, x):
     """Checks q, vel and a third input x (finite values, unit quaternion: BAD_INPUT and nothing
     computed otherwise), then: joint and tree transforms at s; R = ^AR_0 of the base quaternion;
     a_0^r = ^0X_A a_grav (T4.1:7: gravity as an upward acceleration of the base); v[0] = the base
-    twist; no external forces (fext = 0: contacts.py sets them after this). Returns 0 or
+    twist; no external forces (fext = 0: the contact pipelines set them after this). Returns 0 or
     BAD_INPUT."""
     if check_vectors(q, vel, x, m.floating, QUATERNION_TOLERANCE) == 1:
         return BAD_INPUT

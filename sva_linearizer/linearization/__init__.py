@@ -1,6 +1,8 @@
 """The linearization z_dot = A z + B w, as a pipeline of the algorithms' kernels:
 
     continuous.py   linearize: A, B at one state (and Ad, Bd with dt), one compiled call
+    assembly.py     A and B from the derivatives D and Minv (eq. 3.53); the Linearization result
+    with_contacts.py  linearize with rigid contacts (KKT) or contact forces as inputs
     batch.py        linearize_batch: many states, in parallel, one compiled call
     discrete.py     the semi-implicit Euler step on the Lie group: Ad, Bd (discretize)
     sparse_product.py  -Minv D over D's branch-induced sparsity, in SIMD tiles (A's lower block)

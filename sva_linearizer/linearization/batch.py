@@ -24,12 +24,16 @@ from numpy.typing import ArrayLike
 if TYPE_CHECKING:
     from ..model import Model
 
-from .._jit import HAVE_NUMBA, borrow, decide_groups, kernel_array, njit, real_array
+from .._jit import HAVE_NUMBA, decide_groups, njit
+from .._arrays import kernel_array, real_array
+from .._intrinsics import borrow
 
 COMPILE_GROUP = "batch"     # the compile group of this module's kernels (_jit)
-from ..data import check_fits, get_data, views
+from ..data import check_fits, get_data
+from ..layout import views
 from .continuous import _out_arrays, linearize, linearize_entry, linearize_state, status_error
 from .discrete import check_dt
+from .with_contacts import batch_contacts
 
 _pool = None
 _pool_lock = threading.Lock()
@@ -181,7 +185,7 @@ def linearize_batch(model: Model, q_batch: ArrayLike, v_batch: ArrayLike, tau_ba
 
 def _batch_contacts(model, Q, V, T, dt, out, contacts, forces):
     """linearize_batch with contacts / forces: linearize state by state (the compiled contact
-    pipeline, linearization/contacts.py), states handed out from a shared counter to the worker
+    pipeline, linearization/with_contacts.py), states handed out from a shared counter to the worker
     threads as in the plain batch (each thread on its own Data; the compiled call releases the
     GIL). Without dt the states run in compiled chunks (contacts.batch_contacts; this loop remains
     for dt, custom joints and anchored contacts). A bad state raises a ValueError naming the first
@@ -204,7 +208,6 @@ def _batch_contacts(model, Q, V, T, dt, out, contacts, forces):
         return OA, OB
     contacts = list(contacts or ())
     if dt is None:      # compiled chunks on the worker threads (contacts.batch_contacts)
-        from .contacts import batch_contacts
 
         if batch_contacts(model, Q, V, T, OA, OB, contacts, per_state, min(num_threads(), N), _run_workers):
             return OA, OB

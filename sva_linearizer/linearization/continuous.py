@@ -1,10 +1,10 @@
-"""The singularity-free linearization z_dot = A z + B w (thesis Props. 3.1-3.3; thesis_notes section 2).
+"""The singularity-free linearization z_dot = A z + B w (thesis Props. 3.1-3.3) at one state.
 
 State perturbation z = [z_H (6); z_s; z_v (6); z_r] (floating base; H -> H exp(z_H^), v the base's
 body twist) or z = [z_s; z_r] (fixed base); input w = tau.
 
     A = [[ -ad(v) (+) 0 ,  I          ],       B = [[ 0       ],
-         [ -Minv D_q ID , -Minv D_nu ID ]]           [ Minv S  ]]
+         [ -Minv D_q ID , -Minv D_nu ID ]]           [ Minv S  ]]     (assembly.py)
 
 with the EIDAmb derivatives (Tables 4.2-4.5, body twist held fixed) at the consistent acceleration
 nu_dot = M^-1 (S tau - h(q, nu)) (h from EIDAmb at zero acceleration) and Minv from IMMAmb
@@ -21,164 +21,19 @@ from numpy.typing import ArrayLike
 if TYPE_CHECKING:
     from ..model import Model
 
-from .._jit import direct, flat_view, is_direct, njit
-from ..algorithms.common import (BAD_INPUT, NOT_FINITE, check_state, not_finite,
-                                 singular_mass_matrix_error)
-from ..algorithms.eidamb import eidamb, set_base_acceleration
-from ..algorithms.eidamb_derivatives import eidamb_derivatives
-from ..algorithms.immamb import immamb
+from .._jit import direct, is_direct, njit
+from ..algorithms.common import BAD_INPUT, NOT_FINITE, check_state, singular_mass_matrix_error
+from ..algorithms.constrained_dynamics import free_acceleration
 from ..algorithms.kinematics import fill_custom, prepare
-from ..data import Data, get_data, kernel, views
-from ..spatial_ops import cross_m
+from ..data import Data, get_data
+from ..layout import kernel, views
 from ..state import _FLOAT64, State, _is_vector, as_vector, input_error
-from .discrete import check_dt, discrete_step, se3_step_jacobians
+from .assembly import Linearization, linearize_at
+from .discrete import check_dt
 from .overflow import overflow_error
-from .sparse_product import neg_minv_times
+from .with_contacts import linearize_contacts
 
 _ndarray = np.ndarray
-
-
-class Linearization:
-    """A (2nv, 2nv), B (2nv, nj) (with forces as inputs: 2nv x (nj + m)); nu_dot (nv,) the consistent acceleration the derivatives were
-    taken at; Minv (nv, nv); D (nv, 2nv) the EIDAmb derivatives [D_q | D_nu]; with dt: Ad, Bd of
-    the discrete step (else None); with rigid contacts: forces (m,), dforces_dz (m, 2nv),
-    dforces_dtau (m, nj) (else None)."""
-
-    __slots__ = ("A", "B", "nu_dot", "Minv", "D", "dt", "Ad", "Bd", "forces", "dforces_dz",
-                 "dforces_dtau")
-
-    def __init__(self, A, B, nu_dot, Minv, D, dt=None, Ad=None, Bd=None, forces=None,
-                 dforces_dz=None, dforces_dtau=None):
-        self.A = A                  # (one assignment each: a tuple assignment builds the tuple)
-        self.B = B
-        self.nu_dot = nu_dot
-        self.Minv = Minv
-        self.D = D
-        self.dt = dt
-        self.Ad = Ad
-        self.Bd = Bd
-        # rigid contacts: the forces on the robot (m,) and their derivatives (m x 2nv, m x nj)
-        self.forces = forces
-        self.dforces_dz = dforces_dz
-        self.dforces_dtau = dforces_dtau
-
-    @property
-    def D_q(self) -> np.ndarray:
-        """d EIDAmb / d q (nv, nv): columns [z_H (6), s] (fixed base: s)."""
-        return self.D[:, :self.D.shape[0]]
-
-    @property
-    def D_nu(self) -> np.ndarray:
-        """d EIDAmb / d nu (nv, nv): columns [v (6), r] (fixed base: r)."""
-        return self.D[:, self.D.shape[0]:]
-
-    def __repr__(self):
-        return f"<Linearization A{self.A.shape} B{self.B.shape}{'' if self.dt is None else f' dt={self.dt}'}>"
-
-
-@njit(inline="always")
-def free_acceleration(m, d, vel, tau):
-    """After prepare (and any external forces in d.fext): the bias S tau - h(q, nu) (+ the external
-    forces' generalized force) from EIDAmb at nu_dot = 0, Minv (IMMAmb) and the consistent
-    acceleration nu_dot = Minv bias. Returns 0 or immamb's status (M singular)."""
-    nv, n, nu_dot, bias = m.nv, m.n, d.nu_dot, d.bias
-    off = nv - n
-    for i in range(nv):
-        nu_dot[i] = 0.0
-    set_base_acceleration(m, d, nu_dot)
-    eidamb(m, d, vel, nu_dot, m.nb > 0)  # velocities too (a run-time bool: literals compile twice)
-    for i in range(off):
-        bias[i] = -d.f[0, i]
-    for k in range(1, m.nb):
-        bias[m.vidx[k]] = tau[k - 1] - d.tau_id[m.vidx[k]]
-    status = immamb(m, d)
-    if status != 0:
-        return status
-    for i in range(nv):
-        nu_dot[i] = 0.0
-    # nu_dot = Minv bias by columns: each nu_dot[i] sums in the order of a row dot product, but the
-    # i loop vectorises (a row dot product is one serial chain of additions). Column c is read as
-    # row c where IMMAmb mirrored it exactly (all but the base block (M^A_0)^-1, computed whole)
-    Minv = d.Minv
-    for c in range(off):
-        b = bias[c]
-        for i in range(nv):
-            nu_dot[i] += Minv[i, c] * b
-    for c in range(off, nv):
-        b, Mc = bias[c], Minv[c]
-        for i in range(nv):
-            nu_dot[i] += Mc[i] * b
-    return 0
-
-
-@njit(inline="always")
-def linearize_at(m, d, vel, A, B, dt, Ad, Bd):
-    """A and B at the acceleration d.nu_dot (after free_acceleration, or a contact solve that
-    replaced d.nu_dot and d.fext): EIDAmb there, its derivatives (Tables 4.2-4.5), the assembly
-    (3.53) and with dt > 0 the discrete step. Returns 0 or NOT_FINITE."""
-    derivatives_at(m, d, vel)
-    return assemble(m, d, vel, d.D, A, B, dt, Ad, Bd)
-
-
-@njit(inline="always")
-def derivatives_at(m, d, vel):
-    """EIDAmb at the acceleration d.nu_dot, then its derivatives D (Tables 4.2-4.5) into d.D."""
-    set_base_acceleration(m, d, d.nu_dot)
-    eidamb(m, d, vel, d.nu_dot, m.nb < 0)  # accelerations only
-    eidamb_derivatives(m, d)
-
-
-@njit(inline="always")
-def assemble(m, d, vel, Dm, A, B, dt, Ad, Bd):
-    """A = [[-ad(v) (+) 0, I], [-Minv Dm]], B = [[0], [Minv S]] (3.53) with Dm = d.D (or D with the
-    contacts' extra term: contacts.py), and with dt > 0 the discrete step. Returns 0 or
-    NOT_FINITE."""
-    nv, n, nu_dot = m.nv, m.n, d.nu_dot
-    off = nv - n
-    Minv = d.Minv
-    nx = 2 * nv
-    Af, Bf = flat_view(A), flat_view(B)      # (whole-matrix loops: vectorised in one piece)
-    for i in range(nv * nx):
-        Af[i] = 0.0
-    for i in range(nv):
-        A[i, nv + i] = 1.0
-    for i in range(nv * n):
-        Bf[i] = 0.0
-    bad = False                     # some result overflowed (not_finite ORed over them)
-    if m.floating:
-        e = d.t6[1]
-        for c in range(6):
-            for i in range(6):
-                e[i] = 1.0 if i == c else 0.0
-            cross_m(vel[0:6], e, A[0:6, c], -1.0)                    # d/dt z_H = -ad(v) z_H + z_v
-            for i in range(6):
-                bad |= not_finite(A[i, c])
-    AL = A[nv:]
-    neg_minv_times(Minv, Dm, AL, m.grp_start, m.grp_ptr, m.grp_rows)   # -Minv D over D's support
-    ALf = flat_view(AL)             # (a loop from 0: one that starts at nv nx ran 5x slower)
-    for i in range(nv * nx):
-        bad |= not_finite(ALf[i])
-    for i in range(nv):
-        for c in range(n):
-            x = Minv[i, off + c]
-            B[nv + i, c] = x
-            bad |= not_finite(x)
-        bad |= not_finite(nu_dot[i])
-    if bad:
-        return NOT_FINITE
-    if dt > 0.0:
-        if m.floating:
-            xi = d.t6[2]
-            for i in range(6):
-                xi[i] = dt * (vel[i] + dt * nu_dot[i])               # dt v+, v+ = v + dt v_dot
-            se3_step_jacobians(xi, d.E6, d.J6, d.M3)
-        discrete_step(A, B, dt, off, d.E6, d.J6, Ad, Bd)
-        for i in range(nx):
-            for c in range(nx):
-                bad |= not_finite(Ad[i, c])
-        if bad:
-            return NOT_FINITE
-    return 0
 
 
 @kernel
@@ -251,18 +106,6 @@ def status_error(model, d, status, q, v, tau, A, B) -> ValueError:
     return singular_mass_matrix_error(model, status, d)
 
 
-def _contacts_module():
-    """linearization/contacts.py (imported on first use: it imports this module)."""
-    global _CONTACTS
-    if _CONTACTS is None:
-        from . import contacts
-        _CONTACTS = contacts
-    return _CONTACTS
-
-
-_CONTACTS = None
-
-
 def linearize(model: Model, state: State, tau: ArrayLike, *, data: Data | None = None,
               out: tuple[np.ndarray, np.ndarray] | None = None, dt: float | None = None,
               contacts=None, forces=None) -> Linearization:
@@ -270,7 +113,7 @@ def linearize(model: Model, state: State, tau: ArrayLike, *, data: Data | None =
 
     contacts: [sl.Contact, ...] rigid contacts (the constrained dynamics, KKT; lin.forces and their
     derivatives); forces: [(sl.Contact, f), ...] contact forces as given inputs (B = [B_tau | B_f]);
-    see linearization/contacts.py (dt works with them too; out does not).
+    see linearization/with_contacts.py (dt works with them too; out does not).
 
     data: an sl.Data(model) to reuse (no allocation at all); the returned Linearization's arrays
     (A, B, nu_dot, Minv, D, Ad, Bd; with contacts also forces, dforces_dz, dforces_dtau) are then
@@ -286,7 +129,7 @@ def linearize(model: Model, state: State, tau: ArrayLike, *, data: Data | None =
         if out is not None:
             raise ValueError("linearize: out= is not supported with contacts or forces (B has nj + m "
                              "columns with forces); use the returned arrays")
-        return _contacts_module().linearize_contacts(model, state, tau, contacts, forces, data, dt)
+        return linearize_contacts(model, state, tau, contacts, forces, data, dt)
     if type(data) is not Data or data._arrays is not model._arrays:   # (a Data of this model: as is)
         d = get_data(model, data)     # checked against the model: its sizes are the model's
     else:

@@ -18,7 +18,8 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._jit import kernel_array, njit, real_array
+from .._jit import njit
+from .._arrays import kernel_array, real_array
 from ..algorithms.common import all_finite
 
 

@@ -5,12 +5,12 @@ D = [D_q | D_nu] (the EIDAmb derivatives, nv x 2nv) has the tree's branch-induce
 joint j's columns of D_q and D_nu can be nonzero only in the rows of the base, of j's ancestors,
 of j itself and of j's subtree. The generalized force of joint k does not depend on the position
 or the velocity of a joint on another branch: neither one moves the other's bodies. The base's
-columns are dense. The contacts' term E (linearization/contacts.py) has the same pattern: a
+columns are dense. The contacts' term E (linearization/with_contacts.py) has the same pattern: a
 world-aligned force on body c turns with the joints of c's support, and the force reaches only
 their generalized forces.
 
-`data.support_rows` lists each column's rows (base, ancestors, subtree: 43-53% of nv^2 on the
-humanoids, 67% on solo12). `data.column_groups` covers the columns with windows of 4 adjacent
+`topology.support_rows` lists each column's rows (base, ancestors, subtree: 43-53% of nv^2 on the
+humanoids, 67% on solo12). `topology.column_groups` covers the columns with windows of 4 adjacent
 ones (a joint's neighbours in the model's order are mostly on its own limb, so their supports
 nearly agree), chosen once per model to make the sum of the windows' row sets (the union of their
 4 supports) least. `neg_minv_times` sums over a window's rows only. For each window (columns
@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from .._jit import HAVE_NUMBA, njit
 from .._plain import set_plain_form
-from ..data import COLUMN_WINDOW as WIDTH    # columns of D_q (and of D_nu) per window
+from ..topology import COLUMN_WINDOW as WIDTH    # columns of D_q (and of D_nu) per window
 
 
 @njit(inline="always")
@@ -142,8 +142,8 @@ else:
 @njit
 def neg_minv_times(Minv, X, out, gstart, gptr, grows):
     """out = -Minv X for X (nv, 2nv) whose columns j and j + nv are zero outside the rows of
-    data.support_rows; Minv (nv, nv) symmetric. Window g covers columns gstart[g]..gstart[g]+3
-    (all nv when nv < 4) and sums over rows grows[gptr[g]:gptr[g+1]] (data.column_groups).
+    topology.support_rows; Minv (nv, nv) symmetric. Window g covers columns gstart[g]..gstart[g]+3
+    (all nv when nv < 4) and sums over rows grows[gptr[g]:gptr[g+1]] (topology.column_groups).
     Every entry of out is written: by tiles of 6 rows (4 when nv < 6), the last one overlapping
     the one before. X and out with columns that are not contiguous take the plain loop. (Not
     inlined into the pipeline: inlined, numba's copy of it ran 2x slower.)"""

@@ -1,2 +1,2 @@
-"""Tools beside the package's layers: the compile report, the outputs check, the figures of
-`sva-linearizer plot`."""
+"""Tools beside the package's layers, using it from outside: bench, profile, the compile report,
+the outputs check, the figures of `sva-linearizer plot`."""

@@ -6,10 +6,10 @@ Stages of the pipeline `linearize_state` (linearization/continuous.py), in order
     prepare      input checks, joint transforms (jcalc), base R and gravity          kinematics.py
     EIDAmb bias  EIDAmb at nu_dot = 0 with the velocities: h(q, nu) (Table 4.1)        eidamb.py
     IMMAmb       M^-1 (Table 4.7 / 4.6)                                               immamb.py
-    nu_dot       S tau - h and nu_dot = M^-1 (S tau - h)                              continuous.py
+    nu_dot       S tau - h and nu_dot = M^-1 (S tau - h)                              constrained_dynamics.py
     EIDAmb acc   EIDAmb again at the consistent acceleration (accelerations only)     eidamb.py
     IDSVA        the EIDAmb derivatives D (Tables 4.2-4.5 as IDSVA)                    eidamb_derivatives.py
-    assembly     -M^-1 D (SIMD tiles over D's support), B = M^-1 S, -ad(v), the        continuous.py,
+    assembly     -M^-1 D (SIMD tiles over D's support), B = M^-1 S, -ad(v), the        assembly.py,
                  finiteness check                                                     sparse_product.py
     dispatch     the call from Python into linearize_entry_data's compiled code, as linearize
                  makes it (argument unboxing; _jit.direct: without numba's type dispatch)
@@ -40,7 +40,6 @@ import time
 
 import numpy as np
 
-from ._jit import njit
 
 STAGES = ("prepare", "EIDAmb bias", "IMMAmb", "nu_dot", "EIDAmb acc", "IDSVA", "assembly")
 
@@ -48,14 +47,23 @@ STAGES = ("prepare", "EIDAmb bias", "IMMAmb", "nu_dot", "EIDAmb acc", "IDSVA", "
 # ---- compiled loops: one stage `reps` times on the buffers ------------------------------------
 
 def _loops():
-    from .algorithms.eidamb import eidamb, set_base_acceleration
-    from .algorithms.eidamb_derivatives import eidamb_derivatives
-    from .algorithms.immamb import immamb
-    from .algorithms.kinematics import prepare
-    from .data import views
-    from .linearization.continuous import free_acceleration, linearize_at, linearize_state
+    """The profile's compiled loop, compiled in this process (not cached: a tool's kernel stays out
+    of the package's cache), with the package's compile options."""
+    from .._jit import FASTMATH, HAVE_NUMBA
+    if not HAVE_NUMBA:
+        raise RuntimeError("the profile times the compiled kernels: it needs numba")
+    import numba
 
-    @njit
+    from ..algorithms.eidamb import eidamb, set_base_acceleration
+    from ..algorithms.eidamb_derivatives import eidamb_derivatives
+    from ..algorithms.immamb import immamb
+    from ..algorithms.kinematics import prepare
+    from ..layout import views
+    from ..algorithms.constrained_dynamics import free_acceleration
+    from ..linearization.assembly import linearize_at
+    from ..linearization.continuous import linearize_state
+
+    @numba.njit(nogil=True, error_model="numpy", fastmath=FASTMATH)
     def stage_loop(ib, fb, q, vel, tau, A, B, which, reps):
         m, d, _ = views(ib, fb)
         s = 0
@@ -98,7 +106,7 @@ def time_stages(model, reps: int = 200, runs: int = 15, seed: int = 0) -> dict:
     numba's dispatch into it and of the Python around it (sl.linearize with data=)."""
     import sva_linearizer as sl
 
-    from .linearization.continuous import _direct_entry
+    from ..linearization.continuous import _direct_entry
 
     linearize_entry_data = _direct_entry()   # the compiled call, as linearize makes it
     stage_loop = _loops()
@@ -179,17 +187,19 @@ def _counted(a):
 def count_flops(model, seed: int = 0) -> dict:
     """Floating-point operations of each stage (plain-Python kernels on counting floats; call in a
     process with SVA_LINEARIZER_NO_JIT=1, see flops_in_child)."""
-    from . import _jit
+    from .. import _jit
     if _jit.HAVE_NUMBA:
         raise RuntimeError("count_flops runs the plain-Python kernels: set SVA_LINEARIZER_NO_JIT=1")
     import sva_linearizer as sl
 
-    from .algorithms.eidamb import eidamb, set_base_acceleration
-    from .algorithms.eidamb_derivatives import eidamb_derivatives
-    from .algorithms.immamb import immamb
-    from .algorithms.kinematics import prepare
-    from .data import views_py
-    from .linearization.continuous import free_acceleration, linearize_at, linearize_state
+    from ..algorithms.eidamb import eidamb, set_base_acceleration
+    from ..algorithms.eidamb_derivatives import eidamb_derivatives
+    from ..algorithms.immamb import immamb
+    from ..algorithms.kinematics import prepare
+    from ..layout import views_py
+    from ..algorithms.constrained_dynamics import free_acceleration
+    from ..linearization.assembly import linearize_at
+    from ..linearization.continuous import linearize_state
 
     Q, V, T = random_states(model, 1, seed)
     state = sl.State.from_vectors(model, Q[0], V[0])
@@ -232,7 +242,7 @@ def count_flops(model, seed: int = 0) -> dict:
 def flops_in_child(robot: str, floating_base: bool | None = None) -> dict:
     """count_flops for a named robot, in a child process without numba."""
     code = ("import json, sys; from sva_linearizer.robots import load_robot; "
-            "from sva_linearizer.profile import count_flops; "
+            "from sva_linearizer.tools.profile import count_flops; "
             f"m = load_robot({robot!r}{'' if floating_base is None else f', floating_base={floating_base}'}); "
             "print(json.dumps(count_flops(m)))")
     env = dict(os.environ, SVA_LINEARIZER_NO_JIT="1")
@@ -309,7 +319,7 @@ def machine_line(peak: dict | None = None) -> str:
 # ---- the command ---------------------------------------------------------------------------------
 
 def profile_robot(robot: str, reps: int, runs: int) -> dict:
-    from .robots import load_robot
+    from ..robots import load_robot
 
     model = load_robot(robot)
     return {"robot": robot, "nv": model.nv, "time_us": time_stages(model, reps, runs),

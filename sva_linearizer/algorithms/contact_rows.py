@@ -33,10 +33,12 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 
 from ..spatial import crm, se3_log
-from .._jit import carve_view, njit, real_array
+from .._jit import njit
+from .._arrays import real_array
+from .._intrinsics import carve_view
 
 COMPILE_GROUP = "contacts"  # the compile group of this module's kernels (_jit)
-from ..data import kernel, views
+from ..layout import kernel
 from .frames import frame_motion, frame_pose, frame_pose_c, frame_ref
 
 if TYPE_CHECKING:
@@ -330,7 +332,7 @@ class ContactTerms:
 class ContactSet:
     """Contacts [(Contact, FrameRef)] on one Data, their parameters and results packed for the
     compiled set_rows / set_wrench / set_gather (ipar, par, offs, buf, cols); kept in the Data for
-    the next call with the same contacts (linearization/contacts.py ContactPlan). terms: each
+    the next call with the same contacts (constrained_dynamics.ContactPlan). terms: each
     contact's results as views."""
 
     __slots__ = ("pairs", "terms", "ipar", "par", "offs", "buf", "cols", "m")

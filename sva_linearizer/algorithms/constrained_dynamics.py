@@ -1,38 +1,81 @@
-"""The linearization with contacts: rigid contacts (KKT) and/or contact forces as given inputs
-(algorithms/contacts.py has the definitions and the equations). The same kernels as linearize:
-stage 1 (kinematics, EIDAmb with the input forces in d.fext, IMMAmb, the free acceleration) and
-stage 2 (EIDAmb at the constrained acceleration with every contact wrench applied, its IDSVA
-derivatives, the assembly of A, B) are continuous.free_acceleration, derivatives_at and assemble;
-with the contacts' rows and wrenches (algorithms/contacts.py) and the Delassus solve they form one
-compiled call, contacts_pipeline.
+"""Constrained dynamics: the forward dynamics of a robot with rigid contacts (the KKT system,
+Pinocchio's constraintDynamics) and/or contact forces as given inputs. contact_rows.py defines the
+contacts, their rows Jc, drifts r0 and wrenches; the equations:
+
+    nu_free = Minv (S tau - h)              free_acceleration (EIDAmb at nu_dot = 0, then IMMAmb)
+    K = Jc Minv Jc^T (the Delassus matrix), K lambda = -(Jc nu_free + r0)
+    nu_dot = nu_free + Minv Jc^T lambda     constrained_acceleration (Cholesky of K)
+
+What a call with given contacts and forces needs on a Data (the checked sets, the scratch, the
+outputs of the linearization that builds on this: linearization/with_contacts.py) is one
+ContactPlan: two flat buffers that plan_views carves into named views.
 """
 from __future__ import annotations
 
+from collections import namedtuple
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .._jit import borrow, carve_view, njit, real_array
-
-COMPILE_GROUP = "contacts"  # the compile group of this module's kernels (_jit)
-from ..algorithms.common import (ABAMB_STEPS, BAD_INPUT, NOT_FINITE, finite_result, not_finite,
-                                 singular_mass_matrix_error)
-from ..algorithms.contacts import (Contact, ContactSet, check_contacts, check_forces, delassus_inverse,
-                                   set_gather, set_rows, set_wrench)
-from ..algorithms.eidamb import eidamb_entry
-from ..algorithms.kinematics import fill_custom, prepare
-from ..data import get_data, kernel, views
+from .._jit import njit
+from .._arrays import real_array
+from .._intrinsics import carve_view
+from ..data import get_data
+from ..layout import kernel, views
 from ..state import input_error
-from .continuous import Linearization, assemble, derivatives_at, free_acceleration
-from .discrete import check_dt, discretize
-from .overflow import overflow_error
+from .common import ABAMB_STEPS, finite_result, singular_mass_matrix_error
+from .contact_rows import ContactSet, check_contacts, check_forces, delassus_inverse, set_gather, set_rows, set_wrench
+from .eidamb import eidamb, eidamb_entry, set_base_acceleration
+from .immamb import immamb
+from .kinematics import fill_custom, prepare
+from .status import BAD_INPUT, CONTACTS_SINGULAR, NOT_FINITE
 
 if TYPE_CHECKING:
     from ..model import Model
     from ..state import State
 
+COMPILE_GROUP = "contacts"  # the compile group of this module's kernels (_jit)
 
-CONTACTS_SINGULAR = -4     # the Delassus matrix is not (numerically) positive definite
+# a ContactSet's arrays (contact_rows.ContactSet): per contact its ints (frame, body, reference,
+# kind) and floats, its offset in buf, buf (its rows and terms), the columns its rows can touch
+SetViews = namedtuple("SetViews", "ipar par offs buf cols")
+# what a plan's linearization writes: A, B, the forces lambda, dlambda/dz, dlambda/dtau
+Outputs = namedtuple("Outputs", "A B lam dz dtau")
+
+
+@njit(inline="always", group="core")
+def free_acceleration(m, d, vel, tau):
+    """After prepare (and any external forces in d.fext): the bias S tau - h(q, nu) (+ the external
+    forces' generalized force) from EIDAmb at nu_dot = 0, Minv (IMMAmb) and the consistent
+    acceleration nu_dot = Minv bias. Returns 0 or immamb's status (M singular)."""
+    nv, n, nu_dot, bias = m.nv, m.n, d.nu_dot, d.bias
+    off = nv - n
+    for i in range(nv):
+        nu_dot[i] = 0.0
+    set_base_acceleration(m, d, nu_dot)
+    eidamb(m, d, vel, nu_dot, m.nb > 0)  # velocities too (a run-time bool: literals compile twice)
+    for i in range(off):
+        bias[i] = -d.f[0, i]
+    for k in range(1, m.nb):
+        bias[m.vidx[k]] = tau[k - 1] - d.tau_id[m.vidx[k]]
+    status = immamb(m, d)
+    if status != 0:
+        return status
+    for i in range(nv):
+        nu_dot[i] = 0.0
+    # nu_dot = Minv bias by columns: each nu_dot[i] sums in the order of a row dot product, but the
+    # i loop vectorises (a row dot product is one serial chain of additions). Column c is read as
+    # row c where IMMAmb mirrored it exactly (all but the base block (M^A_0)^-1, computed whole)
+    Minv = d.Minv
+    for c in range(off):
+        b = bias[c]
+        for i in range(nv):
+            nu_dot[i] += Minv[i, c] * b
+    for c in range(off, nv):
+        b, Mc = bias[c], Minv[c]
+        for i in range(nv):
+            nu_dot[i] += Mc[i] * b
+    return 0
 
 
 @njit(inline="always")
@@ -86,7 +129,7 @@ def _chol_inverse(L, Kinv, W):
 
 
 def _ws_shapes(nv, n, mc, mf):
-    """The shapes of contacts_pipeline's scratch arrays, in the order _carve_ws returns them:
+    """The shapes of the contact pipeline's scratch arrays, in the order _carve_ws returns them:
     Jc, Y^T, Y, K, L, K^-1, r0, rhs, G (D + E, then Y dlambda/dz), Jc G - Ar, Ar, B0, a vector, Jf,
     Jf Minv, B_f, Jc B_f, K^-1 Jc B_f, Y dlambda/dtau, K^-1 Y^T (m = mc contact rows, mf input
     force rows)."""
@@ -100,7 +143,7 @@ _ws_shapes_c = njit(inline="always")(_ws_shapes)
 
 
 def workspace_size(nv: int, n: int, mc: int, mf: int) -> int:
-    """Floats of contacts_pipeline's workspace, allocated once per contact plan (per Data and
+    """Floats of the contact pipeline's workspace, allocated once per contact plan (per Data and
     contact set: ContactPlan)."""
     return sum(r * c for r, c in _ws_shapes(nv, n, mc, mf))
 
@@ -139,28 +182,19 @@ def _carve_ws(nv, n, mc, mf, ws):
 
 
 @kernel
-def contacts_pipeline(m, d, q, vel, tau, fi, fp, fo, fbuf, fcols, fvec, ci, cp, co, cbuf, ccols, ws,
-                      linearize, A, B, lam, dz, dtau):
-    """The whole contact linearization (algorithms/contacts.py module docstring), one compiled call:
-    kinematics; the input forces' rows and wrenches into d.fext; stage 1 (EIDAmb, IMMAmb, the free
-    acceleration); the contacts' rows at nu_dot = 0 (Jc, drift r0); the Delassus matrix K = Jc Minv
-    Jc^T (Cholesky), lambda = -K^-1 (Jc nu_free + r0), nu_dot = nu_free + Minv Jc^T lambda (in
-    d.nu_dot), the contact wrenches into d.fext; with linearize: stage 2 (EIDAmb's derivatives D
-    with the wrenches applied: derivatives_at), the world-aligned rotation term E added to D's z_q
-    columns, A's upper blocks, -Minv (D + E) and B's Minv S (assemble), the rows' derivatives Ar
-    at nu_dot, and with G = Minv (D + E) (= -assemble's lower A block) and Y = Minv Jc^T:
-        dlambda/dz = K^-1 (Jc G - Ar), A_low = -G + Y dlambda/dz
-        dlambda/dtau = -K^-1 Y^T S (= -K^-1 Jc Minv S), B = [Minv S + Y dlambda/dtau | B_f],
-        B_f = (1 - Y K^-1 Jc) Minv Jf^T.
-    The products are BLAS calls: at these sizes (m, nv <= a few dozen) a dense BLAS product is
-    about twice as fast as a loop over Jc's nonzero columns, or any compiled loop. ws: the scratch
-    (workspace_size); nothing is allocated. Returns 0, BAD_INPUT, immamb's status (M singular),
-    CONTACTS_SINGULAR or NOT_FINITE."""
+def constrained_acceleration(m, d, q, vel, tau, fset, fvec, cset, ws, lam):
+    """The forward dynamics with contacts, one compiled call: kinematics; the input forces' rows
+    and wrenches into d.fext (forces: fset, fvec); the free acceleration (free_acceleration); the
+    contacts' rows at nu_dot = 0 (Jc, drift r0); the Delassus matrix K = Jc Minv Jc^T (Cholesky),
+    lambda = -K^-1 (Jc nu_free + r0) into lam, nu_dot = nu_free + Minv Jc^T lambda into d.nu_dot,
+    and the contact wrenches into d.fext. fset, cset: the force and contact sets' views (SetViews);
+    ws: the scratch (workspace_size; its Jc, Y^T, Y, K^-1 stay there for the linearization).
+    Returns 0, BAD_INPUT, immamb's status (M singular) or CONTACTS_SINGULAR."""
     if prepare(m, d, q, vel, tau) != 0:                         # also fext = 0
         return BAD_INPUT
     nv, n = m.nv, m.n
-    off = nv - n
-    nx = 2 * nv
+    fi, fp, fo, fbuf, fcols = fset
+    ci, cp, co, cbuf, ccols = cset
     mf, mc = fvec.shape[0], lam.shape[0]
     Jc, YT, Y, K, L, Kinv, r0, rhs, G, R2, Ar, B0, V1, Jf, BfT, Bf, T1, T2, TB, KYT = _carve_ws(
         nv, n, mc, mf, ws)
@@ -206,87 +240,14 @@ def contacts_pipeline(m, d, q, vel, tau, fi, fp, fo, fbuf, fcols, fvec, ci, cp, 
                 acc += Y[i, r] * lam[r]
             nu[i] += acc
         set_wrench(nv, d.fext, d.t6[3], ci, cp, co, cbuf, ccols, lam, True, noE)
-    if not linearize:
-        return 0
-    derivatives_at(m, d, vel)                                    # D with the wrenches applied
-    D = d.D
-    for i in range(nv):                                          # G := D (+ E)
-        for c in range(nx):
-            G[i, c] = D[i, c]
-    wa = False                                                   # world-aligned forces turn with the links
-    for i in range(fi.shape[0]):
-        wa = wa or fi[i, 2] != 0
-    for i in range(ci.shape[0]):
-        wa = wa or ci[i, 2] != 0
-    if wa:                                                       # E into G's z_q columns
-        Eq = G[:, 0:nv]
-        if mf > 0:
-            set_wrench(nv, d.fext, d.t6[3], fi, fp, fo, fbuf, fcols, fvec, False, Eq)
-        if mc > 0:
-            set_wrench(nv, d.fext, d.t6[3], ci, cp, co, cbuf, ccols, lam, False, Eq)
-    status = assemble(m, d, vel, G, A, B0, 0.0, A, B0)           # A_low = -Minv (D + E)
-    if status != 0:
-        return status
-    AL = A[nv:]
-    if mf > 0:                                                   # B_f = Minv Jf^T
-        set_gather(nv, fi, fo, fbuf, 0, Jf)
-        np.dot(Jf, Minv, BfT)
-        for i in range(nv):
-            for j in range(mf):
-                Bf[i, j] = BfT[j, i]
-    if mc > 0:
-        set_rows(m, d, q, vel, nu, True, ci, cp, co, cbuf, ccols)
-        set_gather(nv, ci, co, cbuf, 2, Ar)
-        np.dot(Jc, AL, R2)                                      # Jc Minv (D + E) - Ar = -(Jc A_low + Ar)
-        for r in range(mc):
-            for c in range(nx):
-                R2[r, c] = -R2[r, c] - Ar[r, c]
-        np.dot(Kinv, R2, dz)
-        np.dot(Kinv, YT, KYT)                                   # dlambda/dtau = -K^-1 Y^T S
-        for r in range(mc):
-            for j in range(n):
-                dtau[r, j] = -KYT[r, off + j]
-        np.dot(Y, dz, G)                                        # A_low += Y dlambda/dz
-        for i in range(nv):
-            for c in range(nx):
-                AL[i, c] += G[i, c]
-        np.dot(Y, dtau, TB)
-        if mf > 0:                                               # B_f -= Y K^-1 Jc B_f
-            np.dot(Jc, Bf, T1)
-            np.dot(Kinv, T1, T2)
-            for i in range(nv):
-                for j in range(mf):
-                    acc = 0.0
-                    for r in range(mc):
-                        acc += Y[i, r] * T2[r, j]
-                    Bf[i, j] -= acc
-    else:
-        for i in range(nv):
-            for c in range(n):
-                TB[i, c] = 0.0
-    bad = False                                                 # some result overflowed
-    for i in range(nv):
-        for c in range(nx):
-            bad |= not_finite(AL[i, c])
-        for c in range(n + mf):
-            B[i, c] = 0.0
-        for c in range(n):
-            x = B0[nv + i, c] + TB[i, c]
-            B[nv + i, c] = x
-            bad |= not_finite(x)
-        for j in range(mf):
-            B[nv + i, n + j] = Bf[i, j]
-            bad |= not_finite(Bf[i, j])
-    if bad:
-        return NOT_FINITE
     return 0
 
 
 @njit(inline="always")
 def plan_views(nv, nj, pi, pf):
-    """A ContactPlan's arrays as views of its two flat buffers (header: ContactPlan.__init__): the
-    input forces' set (ipar, par, offs, buf, cols), the input forces, the contacts' set, the
-    workspace and the outputs A, B, lambda, dlambda/dz, dlambda/dtau."""
+    """A ContactPlan's arrays as views of its two flat buffers (header: ContactPlan.__init__):
+    (the input forces' set (SetViews), the input forces, the contacts' set, the workspace, the
+    outputs (Outputs))."""
     nf, nc, mf, mc = pi[0], pi[1], pi[2], pi[3]
     o = pi[4]
     fi = carve_view(pi, o, (nf, 4))
@@ -307,17 +268,16 @@ def plan_views(nv, nj, pi, pf):
     lam = carve_view(pf, pi[15], (mc,))
     dz = carve_view(pf, pi[16], (mc, 2 * nv))
     dtau = carve_view(pf, pi[17], (mc, nj))
-    return fi, fp, fo, fbuf, fcols, fvec, ci, cp, co, cbuf, ccols, ws, A, B, lam, dz, dtau
+    return (SetViews(fi, fp, fo, fbuf, fcols), fvec, SetViews(ci, cp, co, cbuf, ccols), ws,
+            Outputs(A, B, lam, dz, dtau))
 
 
 @njit
-def contacts_entry(ib, fb, q, vel, tau, pi, pf, linearize):
-    """contacts_pipeline with a plan's arrays (two buffers: few arguments to pass)."""
+def constrained_entry(ib, fb, q, vel, tau, pi, pf):
+    """constrained_acceleration with a plan's arrays (two buffers: few arguments to pass)."""
     m, d, _ = views(ib, fb)
-    fi, fp, fo, fbuf, fcols, fvec, ci, cp, co, cbuf, ccols, ws, A, B, lam, dz, dtau = plan_views(
-        m.nv, m.n, pi, pf)
-    return contacts_pipeline(m, d, q, vel, tau, fi, fp, fo, fbuf, fcols, fvec, ci, cp, co, cbuf, ccols,
-                             ws, linearize, A, B, lam, dz, dtau)
+    fset, fvec, cset, ws, out = plan_views(m.nv, m.n, pi, pf)
+    return constrained_acceleration(m, d, q, vel, tau, fset, fvec, cset, ws, out.lam)
 
 
 _NO_FORCES = np.zeros(0)
@@ -421,10 +381,11 @@ def contact_plan(model: Model, d, contacts, forces):
     return plan, fvec
 
 
-def run_contacts(model: Model, state: State, tau: np.ndarray, contacts, forces, data, linearize: bool):
-    """contacts_pipeline on the Data; returns (nu_dot, Minv, D, A, B, lam, dz, dtau): views into the
-    caller's data (and its contact plan), overwritten by its next use, as linearize's; fresh arrays
-    without data."""
+def run_plan(model: Model, state: State, tau: np.ndarray, contacts, forces, data, entry, collect):
+    """entry(ib, fb, q, v, tau, pi, pf) (constrained_entry, or the linearization's) on the Data's
+    ContactPlan for these contacts and forces; errors for the statuses it can return but
+    NOT_FINITE; then collect(d, plan, status) (status 0 or NOT_FINITE), on the Data still held for
+    this call, gives the result."""
     d = get_data(model, data)
     plan, fvec = contact_plan(model, d, contacts, forces)
     busy, d._busy = d._busy, True
@@ -432,7 +393,6 @@ def run_contacts(model: Model, state: State, tau: np.ndarray, contacts, forces, 
         if d.custom:
             fill_custom(d, state.s)
         q, v = state.q, state.v
-        nj = model.nj
         cset = plan.cset
         if plan.anchored:
             if eidamb_entry(d.ib, d.fb, q, v, np.zeros(model.nv)) != 0:   # the kinematics for the poses
@@ -440,129 +400,28 @@ def run_contacts(model: Model, state: State, tau: np.ndarray, contacts, forces, 
             cset.anchor_errors(d, state)
         if plan.mf:
             plan.fvec[:] = fvec
-        status = contacts_entry(d.ib, d.fb, q, v, tau, plan.pi, plan.pf, linearize)
+        status = entry(d.ib, d.fb, q, v, tau, plan.pi, plan.pf)
         if status == BAD_INPUT:
             raise input_error(model, q, v, tau)
         if status == CONTACTS_SINGULAR:         # name the contacts (delassus_inverse raises)
             Jc = cset.stacked("Jc")
             delassus_inverse(model, cset.terms, Jc @ d.Minv @ Jc.T)
             raise ValueError("the contact constraints are too ill-conditioned to solve")
-        if status == NOT_FINITE:
-            raise overflow_error(model, d, q, v, tau, plan.A, plan.B[:, :nj])
-        if status != 0:
+        if status != 0 and status != NOT_FINITE:
             raise singular_mass_matrix_error(model, status, d)
-        out = (d.nu_dot, d.Minv, d.D, plan.A, plan.B, plan.lam, plan.dz, plan.dtau)
-        return out if data is not None else tuple(x.copy() for x in out)
+        return collect(d, plan, status)
     finally:
         d._busy = busy
-
-
-@njit(group="contacts_batch")
-def contacts_chunk(ib, fb, Q, V, TAU, pi, pf, FV, OA, OB, status, lo, hi):
-    """contacts_pipeline (linearize) for rows lo..hi-1 of Q, V, TAU (input forces FV[i]) on one
-    thread's Data and contact plan (pi, pf): A, B into OA[i], OB[i], the status into status[i]."""
-    m, d, _ = views(ib, fb)
-    fi, fp, fo, fbuf, fcols, fvec, ci, cp, co, cbuf, ccols, ws, A, B, lam, dz, dtau = plan_views(
-        m.nv, m.n, pi, pf)
-    Q, V, TAU, FV, OA, OB, status = (borrow(Q), borrow(V), borrow(TAU), borrow(FV), borrow(OA),
-                                     borrow(OB), borrow(status))
-    for i in range(lo, hi):
-        status[i] = contacts_pipeline(m, d, Q[i], V[i], TAU[i], fi, fp, fo, fbuf, fcols, FV[i], ci, cp, co,
-                                      cbuf, ccols, ws, True, OA[i], OB[i], lam, dz, dtau)
-
-
-def batch_contacts(model: Model, Q, V, T, OA, OB, contacts, per_state, nthreads, run_workers):
-    """linearize_batch's contact path in compiled chunks: each worker thread takes chunks of states
-    from a shared counter and runs contacts_chunk on its own thread-local Data and contact plan
-    (the GIL released). per_state: [(Contact, F)] with F (dim,) or (N, dim). Returns False (nothing
-    done) where the per-state path must run: custom joints (Python jcalc), anchored contacts
-    (their errors are set per state in Python), or forces that are not finite / of the wrong
-    shape (that path names them); raises the first bad state's error."""
-    import itertools
-
-    from ..state import State
-
-    N = Q.shape[0]
-    if any(isinstance(c, Contact) and c.anchor is not None for c in contacts):
-        return False
-    mf = 0
-    for c, F in per_state:
-        if (not isinstance(c, Contact) or F.ndim not in (1, 2) or F.shape[-1] != c.dim
-                or not np.isfinite(F).all()):
-            return False
-        mf += c.dim
-    FV = np.empty((N, mf))
-    o = 0
-    for c, F in per_state:
-        FV[:, o:o + c.dim] = F
-        o += c.dim
-    keys = [(c, np.zeros(c.dim)) for c, _ in per_state]     # the plans' keys (values: FV)
-    d0 = get_data(model)
-    if d0.custom:
-        return False
-    contact_plan(model, d0, contacts, keys)                 # checks the contacts, names errors
-    status = np.zeros(N, dtype=np.int64)
-    counter = itertools.count()
-    chunk = max(1, min(16, N // (8 * nthreads)))
-
-    def work(_):
-        d = get_data(model)                 # this thread's own Data, and its plan
-        plan, _ = contact_plan(model, d, contacts, keys)
-        busy, d._busy = d._busy, True
-        try:
-            while True:
-                lo = next(counter) * chunk
-                if lo >= N:
-                    return
-                contacts_chunk(d.ib, d.fb, Q, V, T, plan.pi, plan.pf, FV, OA, OB, status, lo,
-                               min(N, lo + chunk))
-        finally:
-            d._busy = busy
-
-    run_workers(work, nthreads, ("contacts_batch",))
-    bad = np.flatnonzero(status)
-    if bad.size:                            # the first bad state again, one by one, for the message
-        i = int(bad[0])
-        try:
-            st = State.from_vectors(model, Q[i], V[i])
-            linearize_contacts(model, st, T[i], contacts, _forces_row(per_state, FV, i))
-        except ValueError as e:
-            raise ValueError(f"linearize_batch: state {i}: {e}") from None
-        raise ValueError(f"linearize_batch: state {i}: the contact linearization failed (status "
-                         f"{int(status[i])})")
-    return True
-
-
-def _forces_row(per_state, FV, i):
-    out, o = [], 0
-    for c, _ in per_state:
-        out.append((c, FV[i, o:o + c.dim]))
-        o += c.dim
-    return out or None
-
-
-def linearize_contacts(model: Model, state: State, tau: np.ndarray, contacts, forces,
-                       data=None, dt: float | None = None) -> Linearization:
-    """sl.linearize(..., contacts=, forces=, dt=): see algorithms/contacts.py; with dt also Ad, Bd
-    of the semi-implicit Euler step (discrete.py) of the constrained / forced dynamics."""
-    if dt is not None:
-        dt = check_dt(dt)
-    nu, Minv, D, A, B, lam, dz, dtau = run_contacts(model, state, tau, contacts, forces, data, True)
-    if contacts:
-        lin = Linearization(A, B, nu, Minv, D, forces=lam, dforces_dz=dz, dforces_dtau=dtau)
-    else:
-        lin = Linearization(A, B, nu, Minv, D)
-    if dt is not None:
-        v_plus = state.v[0:6] + dt * nu[0:6] if model.floating_base else None
-        lin.dt = dt
-        lin.Ad, lin.Bd = discretize(lin.A, lin.B, dt, v_plus)
-    return lin
 
 
 def forward_dynamics_contacts(model: Model, state: State, tau: np.ndarray, contacts=None, forces=None,
                               data=None):
     """nu_dot with rigid contacts and/or input forces; with contacts (nu_dot, forces)."""
-    nu, _, _, _, _, lam, _, _ = run_contacts(model, state, tau, contacts, forces, data, False)
+    def collect(d, plan, status):
+        out = (d.nu_dot, plan.lam)
+        return out if data is not None else tuple(x.copy() for x in out)
+
+    nu, lam = run_plan(model, state, tau, contacts, forces, data, constrained_entry, collect)
     finite_result(model, get_data(model, data) if data is not None else None, "forward_dynamics",
                   ABAMB_STEPS, "the result (nu_dot and the contact forces)", (nu, lam),
                   q=state.q, v=state.v, tau=tau)

@@ -1,0 +1,256 @@
+"""The linearization with contacts: rigid contacts (KKT) and/or contact forces as given inputs
+(algorithms/contact_rows.py has the definitions and the equations). One compiled call,
+contacts_pipeline: the constrained acceleration (algorithms/constrained_dynamics.py), then EIDAmb at
+that acceleration with every contact wrench applied, its IDSVA derivatives and the assembly of A, B
+(assembly.py), and the derivatives of the contact forces (the implicit-function theorem).
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .._jit import njit
+from .._intrinsics import borrow
+
+COMPILE_GROUP = "contacts"  # the compile group of this module's kernels (_jit)
+from ..algorithms.common import not_finite
+from ..algorithms.constrained_dynamics import (Outputs, _carve_ws, constrained_acceleration, contact_plan,
+                                               plan_views, run_plan)
+from ..algorithms.contact_rows import Contact, set_gather, set_rows, set_wrench
+from ..algorithms.status import NOT_FINITE
+from ..data import get_data
+from ..layout import kernel, views
+from .assembly import Linearization, assemble, derivatives_at
+from .discrete import check_dt, discretize
+from .overflow import overflow_error
+
+if TYPE_CHECKING:
+    from ..model import Model
+    from ..state import State
+
+
+@kernel
+def contacts_pipeline(m, d, q, vel, tau, fset, fvec, cset, ws, out):
+    """The whole contact linearization (algorithms/contact_rows.py module docstring), one compiled
+    call: the constrained acceleration (algorithms/constrained_dynamics.py: kinematics, the input
+    forces, the free acceleration, the KKT solve, lambda into out.lam); then stage 2 (EIDAmb's derivatives D
+    with the wrenches applied: derivatives_at), the world-aligned rotation term E added to D's z_q
+    columns, A's upper blocks, -Minv (D + E) and B's Minv S (assemble), the rows' derivatives Ar
+    at nu_dot, and with G = Minv (D + E) (= -assemble's lower A block) and Y = Minv Jc^T:
+        dlambda/dz = K^-1 (Jc G - Ar), A_low = -G + Y dlambda/dz
+        dlambda/dtau = -K^-1 Y^T S (= -K^-1 Jc Minv S), B = [Minv S + Y dlambda/dtau | B_f],
+        B_f = (1 - Y K^-1 Jc) Minv Jf^T.
+    The products are BLAS calls: at these sizes (m, nv <= a few dozen) a dense BLAS product is
+    about twice as fast as a loop over Jc's nonzero columns, or any compiled loop. ws: the scratch
+    (workspace_size); out: A, B, lam, dz, dtau (Outputs); nothing is allocated. Returns 0, BAD_INPUT, immamb's status (M singular),
+    CONTACTS_SINGULAR or NOT_FINITE."""
+    status = constrained_acceleration(m, d, q, vel, tau, fset, fvec, cset, ws, out.lam)
+    if status != 0:
+        return status
+    fi, fp, fo, fbuf, fcols = fset
+    ci, cp, co, cbuf, ccols = cset
+    A, B, lam, dz, dtau = out
+    nv, n = m.nv, m.n
+    off = nv - n
+    nx = 2 * nv
+    mf, mc = fvec.shape[0], lam.shape[0]
+    Jc, YT, Y, K, L, Kinv, r0, rhs, G, R2, Ar, B0, V1, Jf, BfT, Bf, T1, T2, TB, KYT = _carve_ws(
+        nv, n, mc, mf, ws)
+    Minv, nu = d.Minv, d.nu_dot
+    derivatives_at(m, d, vel)                                    # D with the wrenches applied
+    D = d.D
+    for i in range(nv):                                          # G := D (+ E)
+        for c in range(nx):
+            G[i, c] = D[i, c]
+    wa = False                                                   # world-aligned forces turn with the links
+    for i in range(fi.shape[0]):
+        wa = wa or fi[i, 2] != 0
+    for i in range(ci.shape[0]):
+        wa = wa or ci[i, 2] != 0
+    if wa:                                                       # E into G's z_q columns
+        Eq = G[:, 0:nv]
+        if mf > 0:
+            set_wrench(nv, d.fext, d.t6[3], fi, fp, fo, fbuf, fcols, fvec, False, Eq)
+        if mc > 0:
+            set_wrench(nv, d.fext, d.t6[3], ci, cp, co, cbuf, ccols, lam, False, Eq)
+    status = assemble(m, d, vel, G, A, B0, 0.0, A, B0)           # A_low = -Minv (D + E)
+    if status != 0:
+        return status
+    AL = A[nv:]
+    if mf > 0:                                                   # B_f = Minv Jf^T
+        set_gather(nv, fi, fo, fbuf, 0, Jf)
+        np.dot(Jf, Minv, BfT)
+        for i in range(nv):
+            for j in range(mf):
+                Bf[i, j] = BfT[j, i]
+    if mc > 0:
+        set_rows(m, d, q, vel, nu, True, ci, cp, co, cbuf, ccols)
+        set_gather(nv, ci, co, cbuf, 2, Ar)
+        np.dot(Jc, AL, R2)                                      # Jc Minv (D + E) - Ar = -(Jc A_low + Ar)
+        for r in range(mc):
+            for c in range(nx):
+                R2[r, c] = -R2[r, c] - Ar[r, c]
+        np.dot(Kinv, R2, dz)
+        np.dot(Kinv, YT, KYT)                                   # dlambda/dtau = -K^-1 Y^T S
+        for r in range(mc):
+            for j in range(n):
+                dtau[r, j] = -KYT[r, off + j]
+        np.dot(Y, dz, G)                                        # A_low += Y dlambda/dz
+        for i in range(nv):
+            for c in range(nx):
+                AL[i, c] += G[i, c]
+        np.dot(Y, dtau, TB)
+        if mf > 0:                                               # B_f -= Y K^-1 Jc B_f
+            np.dot(Jc, Bf, T1)
+            np.dot(Kinv, T1, T2)
+            for i in range(nv):
+                for j in range(mf):
+                    acc = 0.0
+                    for r in range(mc):
+                        acc += Y[i, r] * T2[r, j]
+                    Bf[i, j] -= acc
+    else:
+        for i in range(nv):
+            for c in range(n):
+                TB[i, c] = 0.0
+    bad = False                                                 # some result overflowed
+    for i in range(nv):
+        for c in range(nx):
+            bad |= not_finite(AL[i, c])
+        for c in range(n + mf):
+            B[i, c] = 0.0
+        for c in range(n):
+            x = B0[nv + i, c] + TB[i, c]
+            B[nv + i, c] = x
+            bad |= not_finite(x)
+        for j in range(mf):
+            B[nv + i, n + j] = Bf[i, j]
+            bad |= not_finite(Bf[i, j])
+    if bad:
+        return NOT_FINITE
+    return 0
+
+
+
+
+@njit
+def contacts_entry(ib, fb, q, vel, tau, pi, pf):
+    """contacts_pipeline with a plan's arrays (two buffers: few arguments to pass)."""
+    m, d, _ = views(ib, fb)
+    fset, fvec, cset, ws, out = plan_views(m.nv, m.n, pi, pf)
+    return contacts_pipeline(m, d, q, vel, tau, fset, fvec, cset, ws, out)
+
+
+def run_contacts(model: Model, state: State, tau: np.ndarray, contacts, forces, data):
+    """contacts_pipeline on the Data; returns (nu_dot, Minv, D, A, B, lam, dz, dtau): views into the
+    caller's data (and its contact plan), overwritten by its next use, as linearize's; fresh arrays
+    without data."""
+    def collect(d, plan, status):
+        if status == NOT_FINITE:
+            raise overflow_error(model, d, state.q, state.v, tau, plan.A, plan.B[:, :model.nj])
+        out = (d.nu_dot, d.Minv, d.D, plan.A, plan.B, plan.lam, plan.dz, plan.dtau)
+        return out if data is not None else tuple(x.copy() for x in out)
+
+    return run_plan(model, state, tau, contacts, forces, data, contacts_entry, collect)
+
+
+@njit(group="contacts_batch")
+def contacts_chunk(ib, fb, Q, V, TAU, pi, pf, FV, OA, OB, status, lo, hi):
+    """contacts_pipeline (linearize) for rows lo..hi-1 of Q, V, TAU (input forces FV[i]) on one
+    thread's Data and contact plan (pi, pf): A, B into OA[i], OB[i], the status into status[i]."""
+    m, d, _ = views(ib, fb)
+    fset, _, cset, ws, out = plan_views(m.nv, m.n, pi, pf)
+    Q, V, TAU, FV, OA, OB, status = (borrow(Q), borrow(V), borrow(TAU), borrow(FV), borrow(OA),
+                                     borrow(OB), borrow(status))
+    for i in range(lo, hi):
+        status[i] = contacts_pipeline(m, d, Q[i], V[i], TAU[i], fset, FV[i], cset, ws,
+                                      Outputs(OA[i], OB[i], out.lam, out.dz, out.dtau))
+
+
+def batch_contacts(model: Model, Q, V, T, OA, OB, contacts, per_state, nthreads, run_workers):
+    """linearize_batch's contact path in compiled chunks: each worker thread takes chunks of states
+    from a shared counter and runs contacts_chunk on its own thread-local Data and contact plan
+    (the GIL released). per_state: [(Contact, F)] with F (dim,) or (N, dim). Returns False (nothing
+    done) where the per-state path must run: custom joints (Python jcalc), anchored contacts
+    (their errors are set per state in Python), or forces that are not finite / of the wrong
+    shape (that path names them); raises the first bad state's error."""
+    import itertools
+
+    from ..state import State
+
+    N = Q.shape[0]
+    if any(isinstance(c, Contact) and c.anchor is not None for c in contacts):
+        return False
+    mf = 0
+    for c, F in per_state:
+        if (not isinstance(c, Contact) or F.ndim not in (1, 2) or F.shape[-1] != c.dim
+                or not np.isfinite(F).all()):
+            return False
+        mf += c.dim
+    FV = np.empty((N, mf))
+    o = 0
+    for c, F in per_state:
+        FV[:, o:o + c.dim] = F
+        o += c.dim
+    keys = [(c, np.zeros(c.dim)) for c, _ in per_state]     # the plans' keys (values: FV)
+    d0 = get_data(model)
+    if d0.custom:
+        return False
+    contact_plan(model, d0, contacts, keys)                 # checks the contacts, names errors
+    status = np.zeros(N, dtype=np.int64)
+    counter = itertools.count()
+    chunk = max(1, min(16, N // (8 * nthreads)))
+
+    def work(_):
+        d = get_data(model)                 # this thread's own Data, and its plan
+        plan, _ = contact_plan(model, d, contacts, keys)
+        busy, d._busy = d._busy, True
+        try:
+            while True:
+                lo = next(counter) * chunk
+                if lo >= N:
+                    return
+                contacts_chunk(d.ib, d.fb, Q, V, T, plan.pi, plan.pf, FV, OA, OB, status, lo,
+                               min(N, lo + chunk))
+        finally:
+            d._busy = busy
+
+    run_workers(work, nthreads, ("contacts_batch",))
+    bad = np.flatnonzero(status)
+    if bad.size:                            # the first bad state again, one by one, for the message
+        i = int(bad[0])
+        try:
+            st = State.from_vectors(model, Q[i], V[i])
+            linearize_contacts(model, st, T[i], contacts, _forces_row(per_state, FV, i))
+        except ValueError as e:
+            raise ValueError(f"linearize_batch: state {i}: {e}") from None
+        raise ValueError(f"linearize_batch: state {i}: the contact linearization failed (status "
+                         f"{int(status[i])})")
+    return True
+
+
+def _forces_row(per_state, FV, i):
+    out, o = [], 0
+    for c, _ in per_state:
+        out.append((c, FV[i, o:o + c.dim]))
+        o += c.dim
+    return out or None
+
+
+def linearize_contacts(model: Model, state: State, tau: np.ndarray, contacts, forces,
+                       data=None, dt: float | None = None) -> Linearization:
+    """sl.linearize(..., contacts=, forces=, dt=): see algorithms/contact_rows.py; with dt also Ad, Bd
+    of the semi-implicit Euler step (discrete.py) of the constrained / forced dynamics."""
+    if dt is not None:
+        dt = check_dt(dt)
+    nu, Minv, D, A, B, lam, dz, dtau = run_contacts(model, state, tau, contacts, forces, data)
+    if contacts:
+        lin = Linearization(A, B, nu, Minv, D, forces=lam, dforces_dz=dz, dforces_dtau=dtau)
+    else:
+        lin = Linearization(A, B, nu, Minv, D)
+    if dt is not None:
+        v_plus = state.v[0:6] + dt * nu[0:6] if model.floating_base else None
+        lin.dt = dt
+        lin.Ad, lin.Bd = discretize(lin.A, lin.B, dt, v_plus)
+    return lin
