@@ -22,9 +22,10 @@ rows Jc), a perturbation z either respects the contacts (Jc z_q = 0 and Jc z_nu 
 move) or it does not. The second kind, 24 directions (the feet displaced or sliding), cannot be
 changed by the joint torques at all: the constraint forces, not the motors, act on them (in Ad
 they are the constraint's drift, eigenvalues at 1 without a corrector, the Baumgarte corrector's
-poles with one). The Riccati equation on all of z has nothing to work with there (without a
-corrector it has no stabilising solution at all), and a real robot never is in those states: its
-feet stay put. So the controller works in a constraint-consistent basis: N, an orthonormal basis
+poles with one). The Riccati equation on all of z has nothing to work with there: without a
+corrector scipy's solver finds no stabilising solution ("eigenvalues too close to the unit
+circle"); with one it solves, but its cost then weighs the corrector's made-up dynamics. And a
+real robot never is in those states: its feet stay put. So the controller works in a constraint-consistent basis: N, an orthonormal basis
 of the null space of Jc (18 x 6: the base can move six ways with the feet fixed, the legs follow),
 T = diag(N, N), xi = T' z. The script checks that T spans an invariant subspace of Ad holding Bd
 (then T' Ad T, T' Bd are exactly the dynamics on it) and that (T' Ad T, T' Bd) is controllable,
@@ -35,8 +36,9 @@ A finite-horizon linear MPC on the full z would be the other choice; it needs th
 infinite-horizon, unconstrained limit.
 
 Exit code 0 when the model is consistent with the contacts (the checks above) and the push is
-rejected as the linear model predicts (the error decays to 1% of its start, the realized cost is within 10% of xi0' P xi0, the simulated trajectory is within 10%
-of the linear prediction, every foot keeps pushing on the ground); 1 otherwise; 2 without Pinocchio.
+rejected as the linear model predicts (the error decays to 1% of its start, the realized cost is
+within 10% of xi0' P xi0, the simulated trajectory is within 10% of the linear prediction, every
+foot keeps pushing on the ground); 1 otherwise; 2 without Pinocchio.
 """
 from __future__ import annotations
 
