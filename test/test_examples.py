@@ -13,6 +13,7 @@ import pathlib
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 import sva_linearizer
@@ -122,3 +123,28 @@ def test_example_detects_a_wrong_linearization(tmp_path, script, kind):
     assert p.returncode == 1 and "FAILED" in p.stdout, (
         f"{script} with {kind}: exit code {p.returncode}\n{p.stdout}\n{p.stderr}")
     assert "Traceback" not in p.stderr, p.stderr
+
+
+def test_the_examples_state_error_is_the_packages_z():
+    """examples/plant.py's state_error (Pinocchio's log6 of H_ref^-1 H) inverts the package's pose
+    perturbation H = H_ref exp(z_H^) (sva_linearizer.spatial.se3_exp) and its joint and velocity
+    perturbations, for a large perturbation (where a position-and-quaternion difference is wrong)."""
+    from sva_linearizer.spatial import matrix_to_quat, quat_to_matrix, se3_exp
+
+    sys.path.insert(0, str(EXAMPLES))
+    try:
+        from plant import state_error
+    finally:
+        sys.path.remove(str(EXAMPLES))
+    rng = np.random.default_rng(5)
+    nj = 4
+    quat = rng.normal(size=4)
+    q_ref = np.r_[rng.normal(size=3), quat / np.linalg.norm(quat), rng.normal(size=nj)]
+    v_ref = rng.normal(size=6 + nj)
+    z = np.r_[rng.normal(size=3), 0.8 * rng.normal(size=3), rng.normal(size=nj), rng.normal(size=6 + nj)]
+    R_ref, p_ref = quat_to_matrix(q_ref[3:7]), q_ref[:3]
+    dR, dp = se3_exp(z[:6])
+    q = np.r_[p_ref + R_ref @ dp, matrix_to_quat(R_ref @ dR), q_ref[7:] + z[6:6 + nj]]
+    v = v_ref + z[6 + nj:]
+    assert np.allclose(state_error(q, v, q_ref, v_ref, floating_base=True), z, atol=1e-12)
+    assert not np.allclose(q[:3] - q_ref[:3], z[:3], atol=1e-3)    # not a difference of positions
