@@ -1,6 +1,6 @@
 """LQR on a robot arm held away from its equilibrium, closed around an independent simulator.
 
-    python examples/arm_lqr.py [--seconds 2.0]
+    python examples/arm_lqr.py [--seconds 2.0] [--plot errors.png]
 
 What it does:
 1. Loads the UR5 (example-robot-data; without it, the bundled quadruped with its base welded to the
@@ -53,6 +53,7 @@ def pick_robot() -> tuple[str, np.ndarray]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seconds", type=float, default=2.0, help="simulated time (default 2 s)")
+    ap.add_argument("--plot", metavar="FILE", help="save |z| over time, simulated and predicted (needs matplotlib)")
     args = ap.parse_args(argv)
     if pin is None:
         print(MISSING, file=sys.stderr)
@@ -96,6 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     cost = 0.0
     worst_gap = 0.0
     peak = np.linalg.norm(z0)
+    hist_sim, hist_lin = [np.linalg.norm(z)], [np.linalg.norm(z_lin)]
     print(f"\n{'t (s)':>6} {'|s-s0| (rad)':>13} {'|r| (rad/s)':>12} {'|dtau| (N m)':>13} "
           f"{'linear model |z|':>17} {'simulated |z|':>14}")
     for k in range(steps + 1):
@@ -111,6 +113,8 @@ def main(argv: list[str] | None = None) -> int:
         z_lin = Acl @ z_lin
         worst_gap = max(worst_gap, np.linalg.norm(z - z_lin))
         peak = max(peak, np.linalg.norm(z))
+        hist_sim.append(np.linalg.norm(z))
+        hist_lin.append(np.linalg.norm(z_lin))
     cost_pred = z0 @ P @ z0
     decay = np.linalg.norm(z) / np.linalg.norm(z0)
     cost_err = abs(cost - cost_pred) / cost_pred
@@ -119,6 +123,12 @@ def main(argv: list[str] | None = None) -> int:
           f"({100 * cost_err:.2f}% apart; the rest of the horizon adds {z @ P @ z:.2e})")
     print(f"error    |z(T)| / |z(0)| = {decay:.2e}; largest gap between the simulated and the linear "
           f"model's error trajectory: {100 * gap:.2f}% of the largest |z|")
+    if args.plot:
+        from figures import save_time_plot
+
+        save_time_plot(args.plot, np.arange(len(hist_sim)) * DT,
+                       {"simulated (Pinocchio)": np.array(hist_sim), "linear model": np.array(hist_lin)},
+                       f"{robot}: LQR from sl.linearize(..., dt={DT}), error z = [s - s0, r]")
     ok = decay < 0.01 and cost_err < 0.10 and gap < 0.10
     print("result   " + ("stable: the error decays as the linear model predicts" if ok else
                          "FAILED: the loop does not behave as the linearization predicts"))

@@ -1,6 +1,6 @@
 """Tracking a motion with a time-varying LQR built on ``linearize_batch``, in an independent simulator.
 
-    python examples/arm_tracking.py [--seconds 2.0]
+    python examples/arm_tracking.py [--seconds 2.0] [--plot errors.png]
 
 What it does:
 1. A reference motion of the UR5 (example-robot-data; without it, the bundled quadruped with its
@@ -57,6 +57,7 @@ def reference(t: np.ndarray, s_mid: np.ndarray, amp: np.ndarray) -> tuple[np.nda
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seconds", type=float, default=2.0, help="length of the motion (default 2 s)")
+    ap.add_argument("--plot", metavar="FILE", help="save the tracking error over time (needs matplotlib)")
     args = ap.parse_args(argv)
     if pin is None:
         print(MISSING, file=sys.stderr)
@@ -98,12 +99,13 @@ def main(argv: list[str] | None = None) -> int:
     dq0 = rng.uniform(-1.0, 1.0, n)
     dq0 *= 0.1 / np.max(np.abs(dq0))                                     # at most 0.1 rad per joint
 
-    def run(feedback: bool) -> tuple[np.ndarray, float, float]:
-        """(|z_k| for k = 0..N, cost, largest gap to the linear prediction / largest |z|)."""
+    def run(feedback: bool) -> tuple[np.ndarray, np.ndarray, float, float]:
+        """(|z_k| for k = 0..N, |z_k| predicted by the closed-loop linear model, cost, largest gap
+        to the linear prediction / largest |z|)."""
         q, v = S[0] + dq0, V[0].copy()
         z = state_error(q, v, S[0], V[0], floating_base=False)
         z_lin = z.copy()
-        errs, cost, gap, peak = [np.linalg.norm(z)], 0.0, 0.0, np.linalg.norm(z)
+        errs, errs_lin, cost, gap, peak = [np.linalg.norm(z)], [np.linalg.norm(z)], 0.0, 0.0, np.linalg.norm(z)
         for k in range(N):
             dtau = -K[k] @ z if feedback else np.zeros(n)
             cost += z @ Q @ z + dtau @ R @ dtau
@@ -111,11 +113,12 @@ def main(argv: list[str] | None = None) -> int:
             z = state_error(q, v, S[k + 1], V[k + 1], floating_base=False)
             z_lin = (Ad[k] - Bd[k] @ K[k]) @ z_lin
             errs.append(np.linalg.norm(z))
+            errs_lin.append(np.linalg.norm(z_lin))
             gap, peak = max(gap, np.linalg.norm(z - z_lin)), max(peak, np.linalg.norm(z))
-        return np.array(errs), cost + z @ P[N] @ z, gap / peak
+        return np.array(errs), np.array(errs_lin), cost + z @ P[N] @ z, gap / peak
 
-    e_ff, _, _ = run(feedback=False)
-    e_fb, cost, gap = run(feedback=True)
+    e_ff, _, _, _ = run(feedback=False)
+    e_fb, e_lin, cost, gap = run(feedback=True)
     z0 = np.r_[dq0, np.zeros(n)]
     cost_pred = z0 @ P[0] @ z0
     print(f"\n{'t (s)':>6} {'|z| feedforward only':>21} {'|z| TV-LQR':>11}")
@@ -127,6 +130,12 @@ def main(argv: list[str] | None = None) -> int:
           f"{cost_pred:.4f} ({100 * cost_err:.2f}% apart)")
     print(f"error    TV-LQR |z(T)| / |z(0)| = {decay:.2e} (feedforward alone: {e_ff[-1] / e_ff[0]:.2e}); "
           f"largest gap to the linear model's prediction: {100 * gap:.2f}% of the largest |z|")
+    if args.plot:
+        from figures import save_time_plot
+
+        save_time_plot(args.plot, t, {"feedforward alone": e_ff, "TV-LQR, simulated (Pinocchio)": e_fb,
+                                      "TV-LQR, linear model": e_lin},
+                       f"{robot}: tracking error z = [s - s_ref, r - r_ref], TV-LQR from linearize_batch")
     ok = decay < 0.05 and cost_err < 0.10 and gap < 0.10
     print("result   " + ("tracks: the error decays along the motion as the linear model predicts" if ok else
                          "FAILED: the loop does not behave as the linearization predicts"))

@@ -1,7 +1,7 @@
 """A quadruped standing on four rigid point contacts, pushed, brought back by an LQR on the
 contact linearization; simulated with contacts by an independent simulator.
 
-    python examples/quadruped_balance.py [--seconds 1.5]
+    python examples/quadruped_balance.py [--seconds 1.5] [--plot errors.png]
 
 What it does:
 1. Stands Solo-12 (example-robot-data; without it, the bundled 12-joint quadruped) on bent legs
@@ -106,6 +106,7 @@ def controllability_rank(A: np.ndarray, B: np.ndarray, tol: float = 1e-8) -> int
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seconds", type=float, default=1.5, help="simulated time (default 1.5 s)")
+    ap.add_argument("--plot", metavar="FILE", help="save |xi| over time, simulated and predicted (needs matplotlib)")
     args = ap.parse_args(argv)
     if pin is None:
         print(MISSING, file=sys.stderr)
@@ -167,6 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     xi0, xi_lin = xi.copy(), xi.copy()
     steps = int(round(args.seconds / DT))
     cost, worst_gap, peak, min_fz, drift = 0.0, 0.0, np.linalg.norm(xi0), np.inf, 0.0
+    hist_sim, hist_lin = [], []
     print(f"\n{'t (s)':>6} {'base pos err (mm)':>17} {'base rot err (deg)':>18} {'|dtau| (N m)':>13} "
           f"{'min foot fz (N)':>15} {'foot drift (mm)':>15} {'linear |xi|':>11} {'simulated |xi|':>14}")
     for k in range(steps + 1):
@@ -178,6 +180,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"{np.degrees(np.linalg.norm(z[3:6])):18.3f} {np.linalg.norm(dtau):13.3f} "
                   f"{(min_fz if k else min(f0[2::3])):15.2f} {1e3 * drift:15.4f} "
                   f"{np.linalg.norm(xi_lin):11.3e} {np.linalg.norm(xi):14.3e}")
+        hist_sim.append(np.linalg.norm(xi))
+        hist_lin.append(np.linalg.norm(xi_lin))
         if k > 0:
             worst_gap = max(worst_gap, np.linalg.norm(xi - xi_lin))
             peak = max(peak, np.linalg.norm(xi))
@@ -198,6 +202,13 @@ def main(argv: list[str] | None = None) -> int:
           f"model's trajectory: {100 * gap:.2f}% of the largest |xi|")
     print(f"contacts smallest vertical foot force {min_fz:.2f} N (> 0: no foot pulls on the ground), "
           f"largest foot drift {1e3 * drift:.4f} mm")
+    if args.plot:
+        from figures import save_time_plot
+
+        save_time_plot(args.plot, np.arange(len(hist_sim)) * DT,
+                       {"simulated (Pinocchio, rigid contacts)": np.array(hist_sim),
+                        "linear model": np.array(hist_lin)},
+                       f"{robot} pushed: LQR on the contact-consistent coordinates xi = T' z", "|xi|")
     consistent = inv_A < 1e-6 and inv_B < 1e-6 and rank_red == T.shape[1]
     if not consistent:
         print("model    FAILED: the contact-consistent directions are not an invariant, controllable "

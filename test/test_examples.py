@@ -148,3 +148,13 @@ def test_the_examples_state_error_is_the_packages_z():
     v = v_ref + z[6 + nj:]
     assert np.allclose(state_error(q, v, q_ref, v_ref, floating_base=True), z, atol=1e-12)
     assert not np.allclose(q[:3] - q_ref[:3], z[:3], atol=1e-3)    # not a difference of positions
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_example_plot_option(tmp_path, script):
+    """--plot FILE saves the error over time as a figure (matplotlib)."""
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "errors.png"
+    p = run([str(EXAMPLES / script), "--seconds", "0.5", "--plot", str(out)])
+    assert f"saved    {out}" in p.stdout, p.stdout + p.stderr
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
