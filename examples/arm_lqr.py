@@ -53,7 +53,8 @@ def pick_robot() -> tuple[str, np.ndarray]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seconds", type=float, default=2.0, help="simulated time (default 2 s)")
-    ap.add_argument("--plot", metavar="FILE", help="save |z| over time, simulated and predicted (needs matplotlib)")
+    ap.add_argument("--plot", metavar="FILE",
+                    help="save |z| over time, simulated and predicted (needs matplotlib)")
     args = ap.parse_args(argv)
     if pin is None:
         print(MISSING, file=sys.stderr)

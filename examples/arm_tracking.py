@@ -105,7 +105,8 @@ def main(argv: list[str] | None = None) -> int:
         q, v = S[0] + dq0, V[0].copy()
         z = state_error(q, v, S[0], V[0], floating_base=False)
         z_lin = z.copy()
-        errs, errs_lin, cost, gap, peak = [np.linalg.norm(z)], [np.linalg.norm(z)], 0.0, 0.0, np.linalg.norm(z)
+        errs, errs_lin = [np.linalg.norm(z)], [np.linalg.norm(z)]
+        cost, gap, peak = 0.0, 0.0, np.linalg.norm(z)
         for k in range(N):
             dtau = -K[k] @ z if feedback else np.zeros(n)
             cost += z @ Q @ z + dtau @ R @ dtau

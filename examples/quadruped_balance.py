@@ -17,21 +17,21 @@ What it does:
    on a robot with rigid contacts produces) and simulates it in Pinocchio (pin.constraintDynamics
    with the same four point contacts, Baumgarte-corrected, 10 substeps per control period).
 
-The uncontrollable directions, and what is done about them. With four feet held (12 constraint
-rows Jc), a perturbation z either respects the contacts (Jc z_q = 0 and Jc z_nu = 0: the feet do not
+The uncontrollable directions, and what is done about them. With four feet held (12 constraint rows
+Jc), a perturbation z either respects the contacts (Jc z_q = 0 and Jc z_nu = 0: the feet do not
 move) or it does not. The second kind, 24 directions (the feet displaced or sliding), cannot be
-changed by the joint torques at all: the constraint forces, not the motors, act on them (in Ad
-they are the constraint's drift, eigenvalues at 1 without a corrector, the Baumgarte corrector's
-poles with one). The Riccati equation on all of z has nothing to work with there: without a
-corrector scipy's solver finds no stabilising solution ("eigenvalues too close to the unit
-circle"); with one it solves, but its cost then weighs the corrector's made-up dynamics. And a
-real robot never is in those states: its feet stay put. So the controller works in a constraint-consistent basis: N, an orthonormal basis
-of the null space of Jc (18 x 6: the base can move six ways with the feet fixed, the legs follow),
-T = diag(N, N), xi = T' z. The script checks that T spans an invariant subspace of Ad holding Bd
-(then T' Ad T, T' Bd are exactly the dynamics on it) and that (T' Ad T, T' Bd) is controllable,
-designs the LQR there, and feeds back dtau = -K T' z: the measured z is projected onto the
-contact-consistent directions (what the simulator's small constraint drift adds is discarded).
-A finite-horizon linear MPC on the full z would be the other choice; it needs the same care
+changed by the joint torques at all: the constraint forces, not the motors, act on them (in Ad they
+are the constraint's drift, eigenvalues at 1 without a corrector, the Baumgarte corrector's poles
+with one). The Riccati equation on all of z has nothing to work with there: without a corrector
+scipy's solver finds no stabilising solution ("eigenvalues too close to the unit circle"); with one
+it solves, but its cost then weighs the corrector's made-up dynamics. And a real robot never is in
+those states: its feet stay put. So the controller works in a constraint-consistent basis: N, an
+orthonormal basis of the null space of Jc (18 x 6: the base can move six ways with the feet fixed,
+the legs follow), T = diag(N, N), xi = T' z. The script checks that T spans an invariant subspace of
+Ad holding Bd (then T' Ad T, T' Bd are exactly the dynamics on it) and that (T' Ad T, T' Bd) is
+controllable, designs the LQR there, and feeds back dtau = -K T' z: the measured z is projected onto
+the contact-consistent directions (what the simulator's small constraint drift adds is discarded). A
+finite-horizon linear MPC on the full z would be the other choice; it needs the same care
 (constraints on, or costs off, the drift directions), and an LQR on the reduced model is its
 infinite-horizon, unconstrained limit.
 
@@ -106,7 +106,8 @@ def controllability_rank(A: np.ndarray, B: np.ndarray, tol: float = 1e-8) -> int
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seconds", type=float, default=1.5, help="simulated time (default 1.5 s)")
-    ap.add_argument("--plot", metavar="FILE", help="save |xi| over time, simulated and predicted (needs matplotlib)")
+    ap.add_argument("--plot", metavar="FILE",
+                    help="save |xi| over time, simulated and predicted (needs matplotlib)")
     args = ap.parse_args(argv)
     if pin is None:
         print(MISSING, file=sys.stderr)

@@ -1,5 +1,5 @@
-"""Command line: ``sva-linearizer linearize | plot | compile | bench | profile`` (and the ROS node commands from
-sva_linearizer.ros: node, demo, bench-node).
+"""Command line: ``sva-linearizer linearize | plot | compile | bench | profile`` (and the ROS node
+commands from sva_linearizer.ros: node, demo, bench-node).
 
 ``linearize`` prints the state it used, the meaning of z and w (with the joint order) and a summary
 of A and B, and can save them with their labels (``--out``). Vectors are given as one argument of
@@ -265,14 +265,14 @@ def _add_state_options(lp):
 
 def cmd_plot(args):
     import sva_linearizer as sl
-    from .tools.plot import MISSING, check_output, plot_linearization, unstable
+    from .tools.plot import check_output, plot_linearization, require_matplotlib, unstable
 
     out = check_output(args.out)
     _check_source(args)
     try:
-        import matplotlib.figure  # noqa: F401  (before any work: a clear error when it is missing)
-    except ImportError:
-        raise ValueError(MISSING) from None
+        require_matplotlib()              # before any work: a clear error when it is missing
+    except ImportError as e:
+        raise ValueError(str(e)) from None
     model = _load_model(args)
     q, v, tau, _ = _state_vectors(args, model)
     state = sl.State.from_vectors(model, q, v)
@@ -322,7 +322,7 @@ def build_parser():
                          "units each kernel is linked into")
     cp.set_defaults(func=cmd_compile)
     pp = sub.add_parser(
-        "plot", help="draw the sparsity of A and B and the eigenvalues of A (PNG, SVG or PDF; needs matplotlib)",
+        "plot", help="draw the sparsity of A and B and the eigenvalues of A (PNG/SVG/PDF; needs matplotlib)",
         description="Linearize at one state (the options of `linearize`) and draw the sparsity of A and B, "
                     "their rows and columns labelled with the blocks of z (z_H, s, v, r) and the joint "
                     "names, and the eigenvalues of A in the complex plane, into one figure.",

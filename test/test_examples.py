@@ -4,9 +4,10 @@ Each example designs a controller on sva_linearizer's A and B and closes the loo
 (an independent simulator); it exits 0 only when the loop is stable and behaves as the linear model
 predicts. Here each runs in a fresh process, with example-robot-data's robots and with the bundled
 quadruped (example-robot-data hidden), and then with a linearization corrupted on purpose (a
-transposed or sign-flipped block of A, a sign-flipped B, applied to the continuous A and B before the
-discretization; d(nu_dot)/dnu is zero at rest, so its transpose is tried on the moving arm only): the example must then report the failure itself (exit code 1 and its FAILED line),
-which shows that its checks can see such a mistake.
+transposed or sign-flipped block of A, a sign-flipped B, applied to the continuous A and B before
+the discretization; d(nu_dot)/dnu is zero at rest, so its transpose is tried on the moving arm
+only): the example must then report the failure itself (exit code 1 and its FAILED line), which
+shows that its checks can see such a mistake.
 """
 import os
 import pathlib
@@ -111,7 +112,7 @@ def test_example_loop_is_stable(script, hide_robot_data):
     assert "cost " in p.stdout and "error " in p.stdout, p.stdout
 
 
-CORRUPTIONS = ([(script, kind) for script in SCRIPTS for kind in ("transpose_A_vq", "negate_A_vq", "negate_B")]
+CORRUPTIONS = ([(s, kind) for s in SCRIPTS for kind in ("transpose_A_vq", "negate_A_vq", "negate_B")]
                + [("arm_tracking.py", "transpose_A_vv")])
 
 

@@ -16,7 +16,8 @@ MISSING = ("matplotlib is not installed: the plot command needs it "
            "(pip install \"sva_linearizer[plot]\", or pip install matplotlib)")
 
 
-def _figure_class():
+def require_matplotlib():
+    """matplotlib's Figure class, or an ImportError saying how to install matplotlib."""
     try:
         from matplotlib.figure import Figure
     except ImportError:
@@ -125,7 +126,7 @@ def plot_linearization(A: np.ndarray, B: np.ndarray, z_names: Sequence[str], w_n
     if A.shape != (n, n) or B.shape[0] != n or len(z_names) != n or len(w_names) != B.shape[1]:
         raise ValueError(f"plot_linearization: A {A.shape}, B {B.shape}, {len(z_names)} z names and "
                          f"{len(w_names)} w names do not fit together")
-    Figure = _figure_class()
+    Figure = require_matplotlib()
     import matplotlib
 
     side = 4.0 + 0.16 * n
