@@ -162,10 +162,16 @@ def kernel(fn):
     """Compile an algorithm `fn(m, d, *args)` as a kernel that its callers reach through the two
     buffers. A compiled call that passes the named views m, d passes every field of both (~60
     arrays, ~400 machine words, with their reference counts) at each call: ~100-150 ns, a tenth
-    of a fast algorithm. So `fn` is compiled once into `<name>__buffers(ib, fb, *args)`, which
-    carves the views itself (pointer arithmetic: see carve_view; unused views are optimised away),
-    and `kernel` returns an inlined shim with fn's own signature that calls it with m.ibuf,
-    m.fbuf. Callers and the pure-Python path (no numba: fn itself) see no difference."""
+    of a fast algorithm. So `fn` is compiled once as `<name>__buffers(ib, fb, *args)`: fn's own
+    code with its first statement `m, d, _ = views(ib, fb)` (pointer arithmetic: see carve_view;
+    unused views are optimised away), and `kernel` returns an inlined shim with fn's signature
+    that calls it with m.ibuf, m.fbuf. Callers and the pure-Python path (no numba: fn itself)
+    see no difference.
+
+    `<name>__buffers` is built from fn's syntax tree rather than as a wrapper that calls fn
+    inlined: numba inlines a function by deep-copying its IR block by block, each block with
+    the function's whole variable scope, a cost that grows as blocks x variables; for the
+    largest algorithms that copy took most of their compile time."""
     if not HAVE_NUMBA:
         return fn
     import inspect
@@ -176,18 +182,46 @@ def kernel(fn):
     args = ", ".join(params[2:])
     name = fn.__name__
     first = fn.__code__.co_firstlineno
-    # generated in fn's own file, at fn's line (numba's cache names an entry by file, name, line)
-    src = ("\n" * (first - 1) + f"def {name}__buffers(ib, fb, {args}):\n"
-           f"    m, d, _ = views(ib, fb)\n    return body(m, d, {args})\n"
-           f"def {name}(m, d, {args}):\n    return {name}__buffers(m.ibuf, m.fbuf, {args})\n")
-    ns = {"__name__": fn.__module__, "views": views, "body": njit(inline="always")(fn),
-          "COMPILE_GROUP": fn.__globals__.get("COMPILE_GROUP", "core")}
-    exec(compile(src, fn.__code__.co_filename, "exec"), ns)  # noqa: S102 - two one-line wrappers
-    ns[f"{name}__buffers"] = njit(ns[f"{name}__buffers"])
+    g = fn.__globals__
+    g.setdefault("_layout_views", views)        # the name the generated statement calls
+    buffers = _on_buffers(fn, f"{name}__buffers", first)
+    # the shim, in fn's own file at fn's line (numba's cache names an entry by file, name, line)
+    src = "\n" * (first - 1) + f"def {name}(m, d, {args}):\n    return {name}__buffers(m.ibuf, m.fbuf, {args})\n"
+    ns = {"__name__": fn.__module__, f"{name}__buffers": njit(buffers)}
+    exec(compile(src, fn.__code__.co_filename, "exec"), ns)  # noqa: S102 - a one-line wrapper
     shim = njit(inline="always")(ns[name])
     shim.__doc__ = fn.__doc__
     shim.plain_source = fn          # its plain form is fn's (no buffers to carve)
     return shim
+
+
+def _on_buffers(fn, name: str, first: int):
+    """fn(m, d, *args) rewritten as name(ib, fb, *args) whose first statement (after the
+    docstring) is `m, d, _ = _layout_views(ib, fb)`: compiled from fn's source, with fn's file,
+    line numbers and globals."""
+    import ast
+    import inspect
+    import textwrap
+    import types
+
+    tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    fdef = tree.body[0]
+    fdef.decorator_list = []
+    fdef.name = name
+    fdef.args.args[0].arg, fdef.args.args[1].arg = "ib", "fb"
+    body = fdef.body
+    at = int(bool(body) and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+             and isinstance(body[0].value.value, str))
+    carve = ast.parse("m, d, _ = _layout_views(ib, fb)").body[0]
+    body.insert(at, ast.copy_location(carve, body[min(at, len(body) - 1)]))
+    ast.fix_missing_locations(tree)
+    ast.increment_lineno(tree, first - 1)
+    code = compile(tree, fn.__code__.co_filename, "exec")
+    fcode = next(c for c in code.co_consts if isinstance(c, types.CodeType) and c.co_name == name)
+    out = types.FunctionType(fcode, fn.__globals__, name, fn.__defaults__)
+    out.__module__ = fn.__module__
+    out.__qualname__ = name
+    return out
 
 
 def buffer_sizes(n: int, floating: bool, nrng: int, nsup: int, ngrp: int) -> tuple[int, int]:
