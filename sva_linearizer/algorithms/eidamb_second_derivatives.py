@@ -53,8 +53,9 @@ class SecondOrderDerivatives:
     d2tau_dq2: np.ndarray
     """[i, j, k] = d/dz_q[k] (d tau_i / d z_q[j]): column j of D_q differentiated along z_q[k]
     (with nu and nu_dot fixed). In the base block (j, k < 6) this is d2/de_k de_j of
-    tau(H exp(e_k^) exp(e_j^)): not symmetric in (j, k), the two orders differ by the bracket
-    of SE(3), [j, k] - [k, j] = -sum_l c_jk^l D_q[:, l]."""
+    tau(H exp(e_k e_k^) exp(e_j e_j^)) at 0: not symmetric in (j, k); the two orders differ by
+    the bracket of se(3): d2tau_dq2[:, j, k] - d2tau_dq2[:, k, j] = D_q[:, :6] (e_k x e_j), with x
+    the motion cross product. Joint-joint and joint-base pairs are symmetric."""
     d2tau_dnu2: np.ndarray
     """[i, j, k] = d/dnu[k] (d tau_i / d nu[j]): symmetric in (j, k)."""
     d2tau_dq_dnu: np.ndarray
@@ -71,7 +72,9 @@ class SecondOrderDerivatives:
 
     def contract(self, lam: ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(lam^T d2tau_dq2, lam^T d2tau_dnu2, lam^T d2tau_dq_dnu), each (nv, nv): the second
-        derivatives of the scalar lam . tau, as a Lagrangian's Hessian blocks need them."""
+        derivatives of the scalar lam . tau (sum over the tau index), the blocks of a
+        Lagrangian's Hessian. Computed from the tensors (nv^3 multiply-adds each, less than the
+        tensors' own cost)."""
         lam = np.asarray(lam, dtype=float)
         return (np.tensordot(lam, self.d2tau_dq2, axes=1), np.tensordot(lam, self.d2tau_dnu2, axes=1),
                 np.tensordot(lam, self.d2tau_dq_dnu, axes=1))
@@ -429,7 +432,7 @@ def _outputs(model: Model, nv: int) -> tuple[np.ndarray, ...]:
         raise ValueError(f"model '{model.name}' (nv={nv}) needs {nbytes / 2**30:.1f} GiB for its "
                          f"second-order derivatives (4 arrays of nv^3); only {avail / 2**30:.1f} GiB "
                          "of memory is available")
-    return tuple(np.zeros((nv, nv, nv)) for _ in range(4))
+    return tuple(np.zeros((4, nv, nv, nv)))         # one allocation, four C-contiguous views
 
 
 def extended_inverse_dynamics_second_derivatives(model: Model, state: State, nu_dot: ArrayLike,
