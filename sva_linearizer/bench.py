@@ -18,6 +18,8 @@ What is timed (both sides from the same flat vectors q, v, tau), like against li
   Pinocchio, batch  the one-state call in a Python loop / N (it has no batched API), each
                     state's A, B assembled into (N, ...) arrays allocated per call, as ours
   dt                ours with dt= (A, B and the discrete Ad, Bd) over ours without, one state
+Second-order rows (run_second_order): extended_inverse_dynamics_second_derivatives against central
+differences of Pinocchio's computeRNEADerivatives, with the kernel's counted flops.
 """
 from __future__ import annotations
 
@@ -380,8 +382,8 @@ def count_second_order_flops(name: str) -> int:
     from sva_linearizer.data import views_py
     from sva_linearizer.robots import load_robot
 
-    from . import _jit
-    from .profile import _COUNT, _counted
+    from sva_linearizer import _jit
+    from sva_linearizer.profile import _COUNT, _counted
     if _jit.HAVE_NUMBA:
         raise RuntimeError("count_second_order_flops runs the plain-Python kernels: set SVA_LINEARIZER_NO_JIT=1")
     model = load_robot(name)
