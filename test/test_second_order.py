@@ -257,3 +257,24 @@ def test_printed_formulas_errata():
     u = S[8]
     assert np.abs(dB - 2 * BC(3, u)).max() <= 1e-6 * max(1.0, np.abs(dB).max())
     assert np.abs(dB - 2 * BC(1, u)).max() > 1e-3 * max(1.0, np.abs(dB).max())
+
+
+def test_compiled_and_plain_forms_agree():
+    """The kernel the suite runs (compiled) and its plain-Python form give the same numbers (up to
+    the fused multiply-adds the compiler may form)."""
+    from sva_linearizer import _jit
+    from sva_linearizer._plain import plain_form
+    from sva_linearizer.algorithms import eidamb_second_derivatives as E
+
+    if not _jit.HAVE_NUMBA:
+        pytest.skip("numba is not installed: only the plain form exists")
+    rng = np.random.default_rng(31)
+    model = random_tree(rng, n=6, floating_base=True)
+    st = random_state(model, rng)
+    nu_dot = rng.normal(size=model.nv)
+    d = sl.Data(model)
+    so = sl.extended_inverse_dynamics_second_derivatives(model, st, nu_dot, data=d)
+    out = E._outputs(model, model.nv)
+    plain_form(E.second_order_entry)(d.ib, d.fb, *d._second_order.args(), *out)
+    for name, Y in zip(NAMES, out):
+        assert rel_err(getattr(so, name), Y) <= 1e-12, name
