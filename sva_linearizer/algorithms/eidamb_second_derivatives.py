@@ -7,7 +7,7 @@ Coordinates are those of `extended_inverse_dynamics_derivatives` with the body t
 the base is a 6-DoF joint whose motion subspace is the identity in the base frame (position
 perturbation H exp(z^), velocity the body twist), so Psi-dot_0 = 0, Psi-ddot_0 = a_0^r x 1 and
 S-dot_0 = v_0 x 1. A derivative along a DoF of a multi-DoF joint is a Lie derivative, taken at the
-point where it is evaluated: d2tau_dq2[i, j, k] = d/de (D_q[i, j] at q exp(e e_k)), which is not
+point where it is evaluated: d2tau_dq2[i, j, k] = d/dx (D_q[i, j] at H exp(x E_k^)), which is not
 symmetric in (j, k) inside the base block.
 
 The closed forms are written in one frame; this file uses the base body's frame (body 0) at the
@@ -52,10 +52,10 @@ class SecondOrderDerivatives:
 
     d2tau_dq2: np.ndarray
     """[i, j, k] = d/dz_q[k] (d tau_i / d z_q[j]): column j of D_q differentiated along z_q[k]
-    (with nu and nu_dot fixed). In the base block (j, k < 6) this is d2/de_k de_j of
-    tau(H exp(e_k e_k^) exp(e_j e_j^)) at 0: not symmetric in (j, k); the two orders differ by
-    the bracket of se(3): d2tau_dq2[:, j, k] - d2tau_dq2[:, k, j] = D_q[:, :6] (e_k x e_j), with x
-    the motion cross product. Joint-joint and joint-base pairs are symmetric."""
+    (with nu and nu_dot fixed). In the base block (j, k < 6) this is d2/(dx dy) of
+    tau(H exp(x E_k^) exp(y E_j^)) at 0, E_k the k-th unit twist: not symmetric in (j, k); the
+    two orders differ by the bracket of se(3): d2tau_dq2[:, j, k] - d2tau_dq2[:, k, j] =
+    D_q[:, :6] (E_k x E_j), x the motion cross product. Every other pair is symmetric."""
     d2tau_dnu2: np.ndarray
     """[i, j, k] = d/dnu[k] (d tau_i / d nu[j]): symmetric in (j, k)."""
     d2tau_dq_dnu: np.ndarray
@@ -443,8 +443,10 @@ def extended_inverse_dynamics_second_derivatives(model: Model, state: State, nu_
     `extended_inverse_dynamics_derivatives(model, state, nu_dot)` (base velocity: the body twist):
     d2tau_dq2[:, j, k] = d D_q[:, j] / d z_q[k], d2tau_dq_dnu[:, j, k] = d D_q[:, j] / d nu[k],
     d2tau_dnu2[:, j, k] = d D_nu[:, j] / d nu[k], with z_q = [z_H (H -> H exp(z_H^)), s] and
-    nu = [body twist v, r]; for the base block of d2tau_dq2, the perturbation along z_q[k] is
-    taken after that along z_q[j] (H exp(e_k^) exp(e_j^)), so it is not symmetric there.
+    nu = [body twist v, r]. Base block of d2tau_dq2 (j, k < 6): D_q[:, j] at H exp(x E_k^)
+    differentiated in x, i.e. d2/(dx dy) tau(H exp(x E_k^) exp(y E_j^)) at 0 (E_k the k-th
+    unit twist); it is not symmetric: d2tau_dq2[:, j, k] - d2tau_dq2[:, k, j] = D_q[:, :6]
+    (E_k x E_j), x the motion cross product. Every other pair of indices is symmetric.
     dM_dq[i, j, k] = d M[i, j] / d z_q[k] (it does not depend on nu or nu_dot).
 
     Built-in joints (revolute, prismatic, helical) only: a custom joint's jcalc / jcalcderiv do
