@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 from .._jit import njit
 from ..data import _available_memory, views
 from ..spatial_ops import cross_f, cross_m, dot6, mv
-from .common import EIDAMB_STEPS, finite_result
+from .common import EIDAMB_STEPS, NOT_FINITE, largest_inputs, not_finite, overflow_error
 from .eidamb import run_eidamb
 
 COMPILE_GROUP = "second_order"   # the compile group of this module's kernels (_jit)
@@ -166,7 +166,7 @@ def second_order_entry(ib, fb, path_ptr, path_dof, dof_body, X0, Xi, Sg, Pd, Pdd
     Writes T = d2tau_dq2, V = d2tau_dnu2, X = d2tau_dq_dnu, Q = dM_dq at the entries that can be
     nonzero (those of three DoFs on one root-to-leaf path); the others are left as they are
     (zero: the caller allocates the outputs zeroed, and the set written is the same at every
-    call). Workspace (frame 0 = the base body's frame): X0[k] = ^0X_k, Xi[k] = ^kX_0; per DoF
+    call). Returns 0, or NOT_FINITE when a value written is NaN or infinite. Workspace (frame 0 = the base body's frame): X0[k] = ^0X_k, Xi[k] = ^kX_0; per DoF
     Sg (S), Pd (Psi-dot), Pdd (Psi-ddot), PS (Psi-dot + S-dot); per body the composites IC (M^C),
     KC (the symmetric part of 2B^C), hC (composite momentum: 2B^C x = KC x + x x* hC), fC
     (f^C), and v0, a0 (twist, acceleration incl. gravity); mats: 6x6 scratch; vecs: per path DoF
@@ -239,6 +239,7 @@ def second_order_entry(ib, fb, path_ptr, path_dof, dof_body, X0, Xi, Sg, Pd, Pdd
                 for j in range(6):
                     IC[p, i, j] += IC[k, i, j]
                     KC[p, i, j] += KC[k, i, j]
+    bad = False                 # some written value is not finite (not_finite ORed over them)
     Z, K1, K2, DM = mats[1], mats[2], mats[3], mats[4]
     ICs, BTs2, t2, t3, e = sc[0], sc[1], sc[2], sc[3], sc[4]
     for i in range(nb):
@@ -348,14 +349,18 @@ def second_order_entry(ib, fb, path_ptr, path_dof, dof_body, X0, Xi, Sg, Pd, Pdd
                         T[ip, A, B] = val
                         if not same:
                             T[ip, B, A] = val                    # S2:269
-                            val = -dot6(SA, vb[4])               # S2:276-277 (A)
-                            V[ip, A, B] = val
-                            V[ip, B, A] = val
+                            val2 = -dot6(SA, vb[4])              # S2:276-277 (A)
+                            V[ip, A, B] = val2
+                            V[ip, B, A] = val2
                         else:
-                            V[ip, A, B] = -dot6(SA, vb[5])       # S2:278 (B)
-                        X[ip, B, A] = dot6(SA, vb[0])            # S2:284 (1A)
+                            val2 = -dot6(SA, vb[5])              # S2:278 (B)
+                            V[ip, A, B] = val2
+                        val3 = dot6(SA, vb[0])                   # S2:284 (1A)
                     else:                                        # S2:233 (1B)
-                        X[ip, B, A] = dot6(SA, vb[10]) + dot6(PSA, vb[8])
+                        val, val2 = 0.0, 0.0
+                        val3 = dot6(SA, vb[10]) + dot6(PSA, vb[8])
+                    X[ip, B, A] = val3
+                    bad |= not_finite(val + val2 + val3)
                     if not above:
                         continue
                     # tau of A, strictly above body i (cases 'B', 'C')
@@ -363,25 +368,34 @@ def second_order_entry(ib, fb, path_ptr, path_dof, dof_body, X0, Xi, Sg, Pd, Pdd
                         val = dot6(SA, vb[2])                    # S2:273-275 (1C)
                         T[A, B, ip] = val
                         T[A, ip, B] = val
-                        X[A, B, ip] = -dot6(SA, vb[0])           # S2:285 (2A)
+                        val2 = -dot6(SA, vb[0])                  # S2:285 (2A)
+                        X[A, B, ip] = val2
+                        val3 = 0.0
                     else:
                         val = dot6(SA, vb[3])                    # S2:270-272 (1B)
                         T[A, ip, B] = val
                         if pb < na:
                             T[A, B, ip] = val
-                        X[A, B, ip] = dot6(SA, vb[9])            # S2:287 (2B)
-                        val = dot6(SA, vb[8])                    # S2:292-293
-                        Q[A, ip, B] = val
-                        Q[ip, A, B] = val
+                        val2 = dot6(SA, vb[9])                   # S2:287 (2B)
+                        X[A, B, ip] = val2
+                        val3 = dot6(SA, vb[8])                   # S2:292-293
+                        Q[A, ip, B] = val3
+                        Q[ip, A, B] = val3
+                    bad |= not_finite(val + val2 + val3)
                     if pb < na:
                         val = dot6(SA, vb[4])                    # S2:279-280 (C), 282-283 (E)
                         V[A, B, ip] = val
                         V[A, ip, B] = val
-                        X[A, ip, B] = dot6(SA, vb[7])            # S2:288-289 (1C, 2C)
-                        Q[A, B, ip] = dot6(SA, vb[5])            # S2:294-295
+                        val2 = dot6(SA, vb[7])                   # S2:288-289 (1C, 2C)
+                        X[A, ip, B] = val2
+                        val3 = dot6(SA, vb[5])                   # S2:294-295
+                        Q[A, B, ip] = val3
                     else:
-                        V[A, ip, B] = dot6(SA, vb[6])            # S2:281 (D)
-    return 0
+                        val = dot6(SA, vb[6])                    # S2:281 (D)
+                        V[A, ip, B] = val
+                        val2, val3 = 0.0, 0.0
+                    bad |= not_finite(val + val2 + val3)
+    return NOT_FINITE if bad else 0
 
 
 # ------------------------------------------------------------------------------------------------
@@ -470,7 +484,7 @@ def extended_inverse_dynamics_second_derivatives(model: Model, state: State, nu_
         if ws.out is None:
             ws.out = _outputs(model, nv)
         out = ws.out
-    second_order_entry(d.ib, d.fb, *ws.args(), *out)
-    finite_result(model, d, "extended_inverse_dynamics_second_derivatives", EIDAMB_STEPS,
-                  "the second derivatives", out, q=state.q, v=state.v, nu_dot=nu_dot)
+    if second_order_entry(d.ib, d.fb, *ws.args(), *out) != 0:
+        raise overflow_error(model, d, "extended_inverse_dynamics_second_derivatives", EIDAMB_STEPS,
+                             "the second derivatives", largest_inputs(q=state.q, v=state.v, nu_dot=nu_dot))
     return SecondOrderDerivatives(*out)
