@@ -166,7 +166,8 @@ def second_order_entry(ib, fb, path_ptr, path_dof, dof_body, X0, Xi, Sg, Pd, Pdd
     Writes T = d2tau_dq2, V = d2tau_dnu2, X = d2tau_dq_dnu, Q = dM_dq at the entries that can be
     nonzero (those of three DoFs on one root-to-leaf path); the others are left as they are
     (zero: the caller allocates the outputs zeroed, and the set written is the same at every
-    call). Returns 0, or NOT_FINITE when a value written is NaN or infinite. Workspace (frame 0 = the base body's frame): X0[k] = ^0X_k, Xi[k] = ^kX_0; per DoF
+    call). Returns 0, or NOT_FINITE when a value written is NaN or infinite. Workspace
+    (frame 0 = the base body's frame): X0[k] = ^0X_k, Xi[k] = ^kX_0; per DoF
     Sg (S), Pd (Psi-dot), Pdd (Psi-ddot), PS (Psi-dot + S-dot); per body the composites IC (M^C),
     KC (the symmetric part of 2B^C), hC (composite momentum: 2B^C x = KC x + x x* hC), fC
     (f^C), and v0, a0 (twist, acceleration incl. gravity); mats: 6x6 scratch; vecs: per path DoF
@@ -441,7 +442,7 @@ class _Workspace:
 def _outputs(model: Model, nv: int) -> tuple[np.ndarray, ...]:
     """Four zeroed (nv, nv, nv) arrays, after checking that they fit in memory."""
     nbytes = 4 * 8 * nv ** 3
-    avail = _available_memory()
+    avail = _available_memory() if nbytes > 2**26 else None      # (64 MiB: nv > 127)
     if avail is not None and nbytes > avail:
         raise ValueError(f"model '{model.name}' (nv={nv}) needs {nbytes / 2**30:.1f} GiB for its "
                          f"second-order derivatives (4 arrays of nv^3); only {avail / 2**30:.1f} GiB "
@@ -486,5 +487,6 @@ def extended_inverse_dynamics_second_derivatives(model: Model, state: State, nu_
         out = ws.out
     if second_order_entry(d.ib, d.fb, *ws.args(), *out) != 0:
         raise overflow_error(model, d, "extended_inverse_dynamics_second_derivatives", EIDAMB_STEPS,
-                             "the second derivatives", largest_inputs(q=state.q, v=state.v, nu_dot=nu_dot))
+                             "the second derivatives",
+                             largest_inputs(q=state.q, v=state.v, nu_dot=nu_dot))
     return SecondOrderDerivatives(*out)
