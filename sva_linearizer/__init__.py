@@ -4,8 +4,10 @@ Algorithms of M.P. Bos, "Efficient Geometric Sensitivity Analysis of Moving-Base
 Dynamics" (TU/e 2019): EIDAmb and its left-trivialized derivatives, IMMA / IMMAmb, ABAmb, CRBAmb.
 """
 from .algorithms import (
+    SecondOrderDerivatives,
     extended_inverse_dynamics,
     extended_inverse_dynamics_derivatives,
+    extended_inverse_dynamics_second_derivatives,
     forward_dynamics,
     inverse_mass_matrix,
     mass_matrix,
@@ -31,7 +33,8 @@ def load_urdf(path_or_xml, floating_base=True, gravity=(0.0, 0.0, -9.81), valida
 
 
 __all__ = [
-    "Contact", "Data", "Inertia", "frame_jacobian", "frame_placement", "frame_velocity", "Joint", "Linearization", "Model", "State", "extended_inverse_dynamics",
-    "extended_inverse_dynamics_derivatives", "forward_dynamics", "inverse_mass_matrix",
+    "Contact", "Data", "Inertia", "frame_jacobian", "frame_placement", "frame_velocity", "Joint", "Linearization", "Model", "SecondOrderDerivatives", "State",
+    "extended_inverse_dynamics", "extended_inverse_dynamics_derivatives",
+    "extended_inverse_dynamics_second_derivatives", "forward_dynamics", "inverse_mass_matrix",
     "discretize", "linearize", "linearize_batch", "linearize_flat", "load_urdf", "mass_matrix", "rneamb", "__version__",
 ]

@@ -22,7 +22,7 @@ import time
 # every dispatcher made by _jit.njit, in definition order
 DISPATCHERS: list = []
 
-GROUPS = ("core", "batch", "contacts", "contacts_batch")
+GROUPS = ("core", "batch", "contacts", "contacts_batch", "second_order")
 MARKER_NAME = "sva_linearizer.compiled-{group}.json"
 KEY_MARKER = "sva_linearizer.cache-key.json"
 LOCK_NAME = "sva_linearizer.compile.lock"

@@ -7,6 +7,7 @@ as ordinary Python: the same numbers, only slower.
 
 With numba, each kernel belongs to a compile group ("core": one state; "batch": linearize_batch's
 parallel kernel; "contacts": frames and contacts; "contacts_batch": linearize_batch with contacts;
+"second_order": the second-order derivatives of inverse dynamics;
 a module sets COMPILE_GROUP, njit's `group=` overrides it). The first time a process calls a
 kernel of a group from Python, the group's state is decided (`compile_policy`):
   * its compiled code is in numba's cache (is_warm): it is loaded and used;

@@ -25,7 +25,8 @@ import types
 from ._cache import (DISPATCHERS, GROUPS, FileLock, cache_dirs, cache_matches, claim_cache, is_warm,
                      write_markers)
 from .algorithms import (articulated_pivots, extended_inverse_dynamics, extended_inverse_dynamics_derivatives,
-                         forward_dynamics, inverse_mass_matrix, mass_matrix, rneamb)
+                         extended_inverse_dynamics_second_derivatives, forward_dynamics,
+                         inverse_mass_matrix, mass_matrix, rneamb)
 from .algorithms.contact_rows import Contact
 from .algorithms.frames import frame_jacobian, frame_placement, frame_velocity
 from .data import Data
@@ -37,10 +38,12 @@ from ._jit import COMPILE_ENV, HAVE_NUMBA, QUIET_ENV, mark_ready, set_compiler, 
 
 # the progress message's estimates (seconds, fastest-slowest) of a cold compile on a shared 2-core
 # machine with numba 0.68
-ESTIMATE_S = {"core": (180, 410), "batch": (25, 60), "contacts": (150, 290), "contacts_batch": (40, 70)}
+ESTIMATE_S = {"core": (180, 410), "batch": (25, 60), "contacts": (150, 290), "contacts_batch": (40, 70),
+              "second_order": (30, 90)}
 WHAT = {"core": "the numba kernels", "batch": "the parallel kernel of linearize_batch",
         "contacts": "the contact kernels (frames, rigid contacts, contact forces)",
-        "contacts_batch": "the parallel kernel of linearize_batch with contacts"}
+        "contacts_batch": "the parallel kernel of linearize_batch with contacts",
+        "second_order": "the second-order derivatives of inverse dynamics"}
 
 _lock = threading.RLock()
 _done = {}  # group -> the status later calls report: "warm" (compiled or found) or "skipped"
@@ -176,6 +179,18 @@ def _stage_contacts():
         frame_placement(m, state, "b")
 
 
+def _stage_second_order():
+    import numpy as np
+
+    for floating in (True, False):
+        m = _tiny_model(floating)
+        q, v, _ = _tiny_state(m)
+        state = State.from_vectors(m, q, v)
+        nu_dot = np.zeros(m.nv)
+        extended_inverse_dynamics_second_derivatives(m, state, nu_dot)
+        extended_inverse_dynamics_second_derivatives(m, state, nu_dot, data=Data(m))
+
+
 def _stage_contacts_batch():
     import numpy as np
 
@@ -190,7 +205,8 @@ def _stage_contacts_batch():
 # (ensure_compiled() before the first kernel call); "batch": linearize_batch's parallel kernel
 # (ensure_compiled("batch") in linearize_batch); "contacts": one state with contacts (frames.py,
 # linearization/with_contacts.py); "contacts_batch": linearize_batch(contacts=)'s parallel kernel
-# (contacts_chunk: ensure_compiled("contacts_batch") in contacts.batch_contacts). The core may
+# (contacts_chunk: ensure_compiled("contacts_batch") in with_contacts.batch_contacts);
+# "second_order": extended_inverse_dynamics_second_derivatives (its first call). The core may
 # add stages for new kernels.
 WARMUP_STAGES = [
     ("core", "floating base: linearize", _stage_linearize(True)),
@@ -201,6 +217,7 @@ WARMUP_STAGES = [
     ("batch", "linearize_batch (parallel), floating and fixed base, with and without dt", _stage_batch),
     ("contacts", "frames, rigid contacts and contact forces", _stage_contacts),
     ("contacts_batch", "linearize_batch with contacts (parallel)", _stage_contacts_batch),
+    ("second_order", "second-order derivatives of inverse dynamics", _stage_second_order),
 ]
 
 

@@ -29,7 +29,8 @@ if example_robot_data_dir() is None:
 FEET = ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT")
 
 # the public names that are not functions of (model, state, ...) numbers
-CLASSES = {"Contact", "Data", "Inertia", "Joint", "Linearization", "Model", "State"}
+CLASSES = {"Contact", "Data", "Inertia", "Joint", "Linearization", "Model", "SecondOrderDerivatives",
+           "State"}
 
 
 class Case:
@@ -108,6 +109,8 @@ def finite_numbers(x):
         return all(finite_numbers(getattr(x, k)) for k in ("A", "B", "nu_dot", "Minv", "D", "Ad", "Bd",
                                                              "forces", "dforces_dz", "dforces_dtau")
                    if getattr(x, k, None) is not None)
+    if isinstance(x, sl.SecondOrderDerivatives):
+        return all(finite_numbers(getattr(x, k)) for k in ("d2tau_dq2", "d2tau_dnu2", "d2tau_dq_dnu", "dM_dq"))
     if isinstance(x, float):
         return np.isfinite(x)
     return True
@@ -146,7 +149,8 @@ def test_overflowing_state_raises_or_is_finite(robot, scale):
             assert finite_numbers(out), f"{name} (contacts={bool(kw)}) returned non-finite numbers"
     # the dynamics at such a state really overflow: the functions that compute them said so
     assert {"linearize", "forward_dynamics", "extended_inverse_dynamics",
-            "extended_inverse_dynamics_derivatives", "rneamb", "discretize"} <= set(raised)
+            "extended_inverse_dynamics_derivatives", "extended_inverse_dynamics_second_derivatives",
+            "rneamb", "discretize"} <= set(raised)
 
 
 @pytest.mark.parametrize("robot", ["ur5", "solo12"])

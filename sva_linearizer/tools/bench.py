@@ -18,6 +18,8 @@ What is timed (both sides from the same flat vectors q, v, tau), like against li
   Pinocchio, batch  the one-state call in a Python loop / N (it has no batched API), each
                     state's A, B assembled into (N, ...) arrays allocated per call, as ours
   dt                ours with dt= (A, B and the discrete Ad, Bd) over ours without, one state
+Second-order rows (run_second_order): extended_inverse_dynamics_second_derivatives against central
+differences of Pinocchio's computeRNEADerivatives, with the kernel's counted flops.
 """
 from __future__ import annotations
 
@@ -364,6 +366,145 @@ def run_contacts(robots=DEFAULT_CONTACT_ROBOTS, batch=128, repeat=15, number=20,
     return rows
 
 
+# ---- second-order derivatives ---------------------------------------------------------------------
+
+DEFAULT_SECOND_ORDER_ROBOTS = ("solo12", "g1_29dof", "talos")
+
+
+def count_second_order_flops(name: str) -> int:
+    """Floating-point operations of the second-order kernel (second_order_entry, after EIDAmb) on
+    one state of robot `name`: its plain-Python form on profile's counting floats. Call in a
+    process with SVA_LINEARIZER_NO_JIT=1 (second_order_flops_in_child)."""
+    import sva_linearizer as sl
+    from sva_linearizer.algorithms import eidamb_second_derivatives as so
+    from sva_linearizer.algorithms.eidamb import eidamb, set_base_acceleration
+    from sva_linearizer.algorithms.kinematics import prepare
+    from sva_linearizer.data import views_py
+    from sva_linearizer.robots import load_robot
+
+    from sva_linearizer import _jit
+    from sva_linearizer.profile import _COUNT, _counted
+    if _jit.HAVE_NUMBA:
+        raise RuntimeError("count_second_order_flops runs the plain-Python kernels: set SVA_LINEARIZER_NO_JIT=1")
+    model = load_robot(name)
+    Q, V, _ = random_states(model, 1, 0)
+    d = sl.Data(model)
+    fb = _counted(d.fb)
+    q, v, nu_dot = _counted(Q[0]), _counted(V[0]), _counted(np.zeros(model.nv))
+    m, w, _ = views_py(d.ib, fb)
+    prepare(m, w, q, v, nu_dot)
+    set_base_acceleration(m, w, nu_dot)
+    eidamb(m, w, v, nu_dot, True)
+    ws = so._Workspace(d)
+    args = [x if x.dtype.kind == "i" else _counted(x) for x in ws.args()]
+    out = [_counted(x) for x in so._outputs(model, model.nv)]
+    before = _COUNT[0]
+    so.second_order_entry(d.ib, fb, *args, *out)
+    return _COUNT[0] - before
+
+
+def second_order_flops_in_child(name: str) -> int:
+    code = ("import sys; from sva_linearizer.bench import count_second_order_flops; "
+            f"print(count_second_order_flops({name!r}))")
+    env = dict(os.environ, SVA_LINEARIZER_NO_JIT="1")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=1800)
+    if r.returncode != 0:
+        raise RuntimeError(f"bench: counting the second-order flops of {name} failed:\n{r.stderr[-2000:]}")
+    return int(r.stdout.strip().splitlines()[-1])
+
+
+def bench_second_order_robot(name, repeat=15, number=5, seed=0, h=1e-6):
+    """One robot's second-order figures (dict): extended_inverse_dynamics_second_derivatives with
+    a Data and without, against Pinocchio's central differences of computeRNEADerivatives along
+    each tangent direction of q (pin.integrate; 2 nv calls: d2tau/dq2 and d2tau/dq dnu) and also
+    along v (4 nv calls in all: d2tau/dnu2 too), buffers preallocated."""
+    import sva_linearizer as sl
+    from sva_linearizer.robots import load_robot, robot_urdf_path
+
+    model = load_robot(name)
+    pin, pm, pd = _pinocchio(robot_urdf_path(name), model.floating_base, model)
+    Q, V, _ = random_states(model, 1, seed)
+    q, v = Q[0], V[0]
+    nv = model.nv
+    nu_dot = np.random.default_rng(seed + 1).normal(size=nv)
+    state = sl.State.from_vectors(model, q, v)
+    data = sl.Data(model)
+    steps = [h * e for e in np.eye(nv)]
+    T, X, W = (np.zeros((nv, nv, nv)) for _ in range(3))
+    inv2h = 1.0 / (2.0 * h)
+
+    def ours():
+        return sl.extended_inverse_dynamics_second_derivatives(model, state, nu_dot, data=data)
+
+    def ours_default():
+        return sl.extended_inverse_dynamics_second_derivatives(model, state, nu_dot)
+
+    def pin_q():
+        for k in range(nv):
+            pin.computeRNEADerivatives(pm, pd, pin.integrate(pm, q, steps[k]), v, nu_dot)
+            T[:, :, k] = pd.dtau_dq
+            X[:, k, :] = pd.dtau_dv
+            pin.computeRNEADerivatives(pm, pd, pin.integrate(pm, q, -steps[k]), v, nu_dot)
+            T[:, :, k] -= pd.dtau_dq
+            X[:, k, :] -= pd.dtau_dv
+        T[...] *= inv2h
+        X[...] *= inv2h
+
+    def pin_q_v():
+        pin_q()
+        for k in range(nv):
+            pin.computeRNEADerivatives(pm, pd, q, v + steps[k], nu_dot)
+            W[:, :, k] = pd.dtau_dv
+            pin.computeRNEADerivatives(pm, pd, q, v - steps[k], nu_dot)
+            W[:, :, k] -= pd.dtau_dv
+        W[...] *= inv2h
+
+    so = ours()
+    pin_q_v()
+    err = max(float(np.max(np.abs(a - b))) / max(1.0, float(np.max(np.abs(b))))
+              for a, b in ((so.d2tau_dq2, T), (so.d2tau_dq_dnu, X), (so.d2tau_dnu2, W)))
+    t_ours, t_default, t_q, t_qv = _timings_us([ours, ours_default, pin_q, pin_q_v], repeat, number)
+    return {"robot": name, "nv": nv, "ours_us": float(np.median(t_ours)),
+            "default_us": float(np.median(t_default)), "pin_q_us": float(np.median(t_q)),
+            "pin_qv_us": float(np.median(t_qv)), "ratio_q": float(np.median(t_q / t_ours)),
+            "ratio_qv": float(np.median(t_qv / t_ours)),
+            "ratio_default_q": float(np.median(t_q / t_default)), "e_max_vs_pinocchio_fd": err}
+
+
+def run_second_order(robots=DEFAULT_SECOND_ORDER_ROBOTS, repeat=15, number=5, flops=True, out=print):
+    """The second-order rows (bench_second_order_robot per robot), printed as a table of their own."""
+    try:
+        import pinocchio  # noqa: F401
+    except ImportError:
+        raise ValueError("bench needs Pinocchio as the reference: pip install pin "
+                         "example-robot-data (or '.[test]')") from None
+    out("second-order derivatives of inverse dynamics: extended_inverse_dynamics_second_derivatives "
+        "(d2tau/dq2, d2tau/dnu2, d2tau/dq dnu, dM/dq) vs central differences of Pinocchio's "
+        "computeRNEADerivatives")
+    hdr = (f"{'robot':<10} {'nv':>3} | {'ours, Data':>10} {'default':>9} | {'pin 2nv':>9} {'speed-up':>8} "
+           f"{'(default)':>9} | {'pin 4nv':>9} {'speed-up':>8} | {'kflop':>7} {'GFLOP/s':>7} | e_max")
+    out(hdr)
+    out("-" * len(hdr))
+    rows = []
+    for name in robots:
+        r = bench_second_order_robot(name, repeat=repeat, number=number)
+        r["flops"] = second_order_flops_in_child(name) if flops else float("nan")
+        r["gflops"] = r["flops"] / (r["ours_us"] * 1e3)
+        rows.append(r)
+        out(f"{name:<10} {r['nv']:>3} | {r['ours_us']:>7.1f} us {r['default_us']:>6.1f} us | "
+            f"{r['pin_q_us']:>6.0f} us {r['ratio_q']:>7.1f}x {r['ratio_default_q']:>8.1f}x | "
+            f"{r['pin_qv_us']:>6.0f} us {r['ratio_qv']:>7.1f}x | {r['flops'] / 1e3:>7.0f} "
+            f"{r['gflops']:>7.2f} | {r['e_max_vs_pinocchio_fd']:.1e}")
+    out("ours, Data = with data= (the result's arrays reused); default = new arrays per call. pin 2nv = "
+        "2 nv calls of computeRNEADerivatives at q (+) +-h e_k (pin.integrate), differenced into "
+        "preallocated d2tau/dq2 and d2tau/dq dnu; pin 4nv = also at v +- h e_k (d2tau/dnu2); "
+        "speed-up = Pinocchio's time over ours (median of the runs' ratios; (default): over ours "
+        "without a Data). kflop: the second-order kernel's counted operations after EIDAmb (plain-"
+        "Python kernels on counting floats); GFLOP/s: those over ours, Data. e_max = max|ours - "
+        "Pinocchio's differences| / max(1, max|differences|) over the three tensors (h = 1e-6).")
+    return rows
+
+
 _STARTUP = r"""
 import json, resource, sys, time
 t0 = time.perf_counter()
@@ -488,6 +629,12 @@ def add_subcommand(sub):
     bp.add_argument("--contact-robots", default=",".join(DEFAULT_CONTACT_ROBOTS),
                     help=f"robots of the contact rows (default: %(default)s; known: {', '.join(CONTACT_FEET)})")
     bp.add_argument("--only-contacts", action="store_true", help="the contact rows alone")
+    bp.add_argument("--second-order", action=argparse.BooleanOptionalAction, default=True,
+                    help="also the second-order rows (extended_inverse_dynamics_second_derivatives vs "
+                         "central differences of Pinocchio's computeRNEADerivatives; default: on)")
+    bp.add_argument("--second-order-robots", default=",".join(DEFAULT_SECOND_ORDER_ROBOTS),
+                    help="robots of the second-order rows (default: %(default)s)")
+    bp.add_argument("--only-second-order", action="store_true", help="the second-order rows alone")
     bp.add_argument("--json", help="also write the figures to this JSON file")
     bp.set_defaults(func=cmd_bench)
 
@@ -496,14 +643,21 @@ def cmd_bench(args):
     robots = [r.strip() for r in args.robots.split(",") if r.strip()]
     if args.batch < 1:
         raise ValueError("--batch must be >= 1")
-    rows = [] if args.only_contacts else run(robots, batch=args.batch, repeat=args.repeat,
-                                             cold=not args.no_cold)
-    if args.contacts or args.only_contacts:
+    only_so = args.only_second_order
+    rows = [] if args.only_contacts or only_so else run(robots, batch=args.batch, repeat=args.repeat,
+                                                        cold=not args.no_cold)
+    if (args.contacts and not only_so) or args.only_contacts:
         crobots = [r.strip() for r in args.contact_robots.split(",") if r.strip()]
         if not args.only_contacts:
             print()
         contact_rows = run_contacts(crobots, batch=args.batch, repeat=args.repeat)
         rows = rows + [dict(r, section="contacts") for r in contact_rows]
+    if (args.second_order and not args.only_contacts) or only_so:
+        so_robots = [r.strip() for r in args.second_order_robots.split(",") if r.strip()]
+        if rows:
+            print()
+        rows = rows + [dict(r, section="second_order")
+                       for r in run_second_order(so_robots, repeat=args.repeat)]
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(rows, fh, indent=2)
