@@ -175,7 +175,7 @@ def second_order_entry(ib, fb, path_ptr, path_dof, dof_body, X0, Xi, Sg, Pd, Pdd
     11 6-vectors; sc: 6-vector scratch. path_dof[path_ptr[i]:path_ptr[i+1]]: the DoFs of the
     bodies root..i (root first); dof_body: the body of each DoF."""
     m, d, _ = views(ib, fb)
-    lam, vidx, nb, nv, floating = m.lam, m.vidx, m.nb, m.nv, m.floating
+    lam, vidx, nb, floating = m.lam, m.vidx, m.nb, m.floating
     Xup, S, I, v, a, f, g0 = d.Xup, d.S, m.I, d.v, d.a, d.f, d.g0
     Tm = mats[0]
     # forward: the kinematic quantities in frame 0 (S2 Section II; Singh et al. eq. 31)
