@@ -132,7 +132,8 @@ def test_dds_endpoints_use_xcdr1():
     """ROS 2 (rmw_cyclonedds) uses XCDR1; our writers and readers must offer exactly that."""
     from cyclonedds.qos import Policy
 
-    from sva_linearizer.ros.transport import DdsTransport, loopback_config, private_domain_id
+    from sva_linearizer.ros.loopback import loopback_config, private_domain_id
+    from sva_linearizer.ros.transport_dds import DdsTransport
 
     t = DdsTransport("cdr_test", domain_id=private_domain_id(12345), config=loopback_config())
     try:
@@ -149,7 +150,7 @@ def test_dds_endpoints_use_xcdr1():
 
 
 def _hot_samples():
-    from sva_linearizer.ros.transport import types_namespace
+    from sva_linearizer.ros.messages import types_namespace
 
     T = types_namespace(D.BY_ROS_NAME)
     rng = np.random.default_rng(4)

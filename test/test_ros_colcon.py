@@ -5,8 +5,9 @@ peer, SIGINT; then `colcon test` + `colcon test-result` on a small subset of the
 
 Bounded: the subset is test_ros_config.py and test_ros_cdr.py (parameters, configs, launch file,
 CDR bytes; about 30 tests, seconds of work) - the full suite under colcon would double CI time.
-The installed copy runs with NUMBA_DISABLE_JIT=1: it is a new source tree, so numba would compile
-every kernel again (minutes on a loaded 2-core machine); the same functions run as plain Python.
+The installed copy, the node and `colcon test` alike, runs with NUMBA_DISABLE_JIT=1: it is a new
+source tree, so numba would compile every kernel again (minutes on a loaded 2-core machine, and the
+suite's conftest makes the first call wait for it); the same functions run as plain Python.
 """
 import os
 import pathlib
@@ -81,7 +82,7 @@ def test_colcon_build_run_and_test(tmp_path):
         h.close()
 
     r = _bash(f"source install/setup.bash && '{colcon}' test --packages-select sva_linearizer "
-              f"--pytest-args {' '.join(SUBSET)}", ws, 600)
+              f"--pytest-args {' '.join(SUBSET)}", ws, 600, env=env)
     assert r.returncode == 0, r.stdout + r.stderr
     r = _bash(f"'{colcon}' test-result --all --verbose", ws, 60)
     assert r.returncode == 0, r.stdout + r.stderr

@@ -6,8 +6,8 @@ import pytest
 
 from sva_linearizer.robots import default_floating_base, load_robot
 from sva_linearizer.ros import cli
-from sva_linearizer.ros.node import DEFAULT_PARAMETERS, contact_specs, normalize_parameters
-from sva_linearizer.ros.params import load_params_file, parse_params_yaml, parse_ros_args
+from sva_linearizer.ros.parameter_files import load_params_file, parse_params_yaml, parse_ros_args
+from sva_linearizer.ros.parameters import DEFAULT_PARAMETERS, contact_specs, normalize_parameters
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 REQUIRED = ["solo12", "anymal_c", "ur5", "panda", "quadruped"]
@@ -110,7 +110,8 @@ def test_bad_parameter_is_reported_with_exit_code_2(capsys):
 
 def test_dds_names_and_ros_domain_id(monkeypatch):
     pytest.importorskip("cyclonedds", reason="the DDS transport needs the cyclonedds package")
-    from sva_linearizer.ros.transport import DdsTransport, dds_topic_name, loopback_config, private_domain_id
+    from sva_linearizer.ros.loopback import loopback_config, private_domain_id
+    from sva_linearizer.ros.transport_dds import DdsTransport, dds_topic_name
 
     assert dds_topic_name("joint_states") == "rt/joint_states"
     assert dds_topic_name("linearization/A", "/robot1") == "rt/robot1/linearization/A"

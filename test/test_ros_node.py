@@ -7,9 +7,11 @@ pytest.importorskip("cyclonedds", reason="the in-memory transport's message clas
 
 import sva_linearizer as sl  # noqa: E402
 from ros_helpers.fake_transport import FakeTransport  # noqa: E402
+from sva_linearizer.ros.log import Throttle  # noqa: E402
 from sva_linearizer.ros.messages import (Pairer, crc32_hex, joint_state_msg, matrix_payload,  # noqa: E402
                                          msg_to_matrix, odometry_msg, parse_pair_frame_id, stamp_to_ns)
-from sva_linearizer.ros.node import LinearizerNode, ModelLoadError, Throttle, normalize_parameters  # noqa: E402
+from sva_linearizer.ros.node import LinearizerNode, ModelLoadError  # noqa: E402
+from sva_linearizer.ros.parameters import normalize_parameters  # noqa: E402
 
 SEC = 1_000_000_000
 
@@ -531,7 +533,7 @@ def test_contact_parameters_are_checked():
                            ({"contact_frames": ["a b"]}, "not a frame name")):
         with pytest.raises(ValueError, match=pattern.replace("(", r"\(")):
             normalize_parameters({**base, **extra})
-    from sva_linearizer.ros.node import contact_specs
+    from sva_linearizer.ros.parameters import contact_specs
 
     cs = contact_specs(normalize_parameters({**base, "contact_offsets": [0.0, 0.0, 0.01],
                                              "contact_baumgarte_kp": 10.0, "contact_baumgarte_kd": [1, 2, 3, 4]}))

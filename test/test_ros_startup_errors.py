@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from sva_linearizer.ros.transport import loopback_env, private_domain_id
+from sva_linearizer.ros.loopback import loopback_env, private_domain_id
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 

@@ -1,13 +1,28 @@
 """ROS 2 interface of sva_linearizer: a node that streams A and B from joint states and odometry
 (and, for a robot on its feet, the active contacts and contact forces).
 
+The node and what it reads:
+
 * :mod:`.node` - the node's logic, written once (model, validation, linearization, publishing);
-* :mod:`.transport` - the transports: rclpy, or plain DDS via the ``cyclonedds`` package;
+* :mod:`.parameters` - the node's parameters: names, defaults, ROS 2 types, checks;
+* :mod:`.parameter_files` - parameter files and ``--ros-args`` (for the DDS transport);
+* :mod:`.launch_config` - what ``launch/linearizer.launch.py`` starts, decided without ``launch``;
+* :mod:`.messages` - stamps, matrices as Float64MultiArray and the A/B pairing scheme;
+* :mod:`.log` - stderr logging and throttled warnings.
+
+The transports (how messages travel):
+
+* :mod:`.transport` - the interface the node uses and :func:`~.transport.make_transport`;
+* :mod:`.transport_rclpy` - a real rclpy node;
+* :mod:`.transport_dds` - ROS 2's wire protocol through the ``cyclonedds`` package;
+* :mod:`.prerequisites` - which transport can run here, and what is missing otherwise;
 * :mod:`.dds_types` - ROS 2 messages as Cyclone DDS IDL structs (ROS 2 CDR on the wire);
 * :mod:`.cdr` - one-pass CDR codecs of the hot types (JointState, Odometry, Float64MultiArray);
-* :mod:`.messages` - stamps, matrices as Float64MultiArray and the A/B pairing scheme;
-* :mod:`.params` - ROS 2 parameter files; :mod:`.cli` - the ``node``/``demo``/``bench-node`` commands;
-* :mod:`.sim`, :mod:`.demo`, :mod:`.bench` - simulated robot, self-contained demo, benchmark.
+* :mod:`.cyclone_compat` - the Cyclone settings a Fast DDS (ROS 2) peer needs;
+* :mod:`.loopback` - traffic confined to 127.0.0.1 on a private domain (tests, demo, bench).
+
+Tools: :mod:`.cli` - the ``node``/``demo``/``bench-node`` commands; :mod:`.sim`, :mod:`.demo`,
+:mod:`.bench` - simulated robot, self-contained demo, benchmark.
 
 Nothing here imports rclpy or cyclonedds at import time; each transport imports its own.
 """

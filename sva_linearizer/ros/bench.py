@@ -29,7 +29,9 @@ import time
 import numpy as np
 
 from .demo import Echo, start_process, stop_process
-from .transport import DdsTransport, loopback_config, loopback_env, private_domain_id
+from .loopback import loopback_config, loopback_env, loopback_vars, private_domain_id
+from .transport_dds import DdsTransport
+from .transport_rclpy import RclpyTransport
 
 
 def _cpu_seconds(pid):
@@ -45,8 +47,6 @@ def _cpu_seconds(pid):
 def _receiver(kind, domain):
     if kind == "dds":
         return DdsTransport("sva_linearizer_bench", domain_id=domain, config=loopback_config())
-    from .transport import RclpyTransport, loopback_vars
-
     os.environ.update({k: v for k, v in loopback_vars(domain).items() if k != "ROS_DOMAIN_ID"})
     return RclpyTransport("sva_linearizer_bench", domain_id=domain, handle_signals=False,
                           args=["sva_linearizer_bench"])

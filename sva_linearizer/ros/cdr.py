@@ -12,12 +12,13 @@ import struct
 import sys
 from types import SimpleNamespace
 
-# The cyclonedds package (de)serialises field by field in Python: decoding one Odometry (two
-# 36-element covariances) took ~0.15 ms and encoding a 70x70 A ~0.12 ms, most of the DDS node's
-# time per pair at 1 kHz. For the hot types - JointState and Odometry in, Float64MultiArray out and
-# back in the receivers - these functions do the same plain little-endian CDR (XCDR1) with struct
-# and array in one pass. Anything else (big endian, XCDR2, a buffer argument) takes the generic
-# path; test_ros_cdr.py checks both ways against the generic code and against rosbags.
+# The cyclonedds package (de)serialises field by field in Python, several times slower than one
+# pass (an Odometry carries two 36-element covariances, an A up to thousands of doubles), which at
+# 1 kHz is most of the DDS node's time per pair (docs/ros.md, "Node performance"). For the hot
+# types - JointState and Odometry in, Float64MultiArray out and back in the receivers - these
+# functions do the same plain little-endian CDR (XCDR1) with struct and array in one pass.
+# Anything else (big endian, XCDR2, a buffer argument) takes the generic path; test_ros_cdr.py
+# checks both ways against the generic code and against rosbags.
 _HEAD_LE = b"\x00\x01\x00\x00"
 _U32 = struct.Struct("<I")
 _TIME = struct.Struct("<iI")

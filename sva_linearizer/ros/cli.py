@@ -10,7 +10,7 @@ import argparse
 import os
 import sys
 
-from .node import DEFAULT_PARAMETERS, NODE_NAME, PARAMETER_TYPES
+from .parameters import DEFAULT_PARAMETERS, NODE_NAME, PARAMETER_TYPES
 
 
 def _add_node_arguments(p):
@@ -43,7 +43,7 @@ def _collect_parameters(args, ros_args):
     With rclpy, ``--ros-args`` (and ``--config``, passed on as ``--params-file``) are read by rcl
     itself; only our own options become parameter overrides. The full set is still parsed here to
     report a bad parameter before any entity exists."""
-    from .params import load_params_file, parse_ros_args, parse_value
+    from .parameter_files import load_params_file, parse_ros_args, parse_value
 
     params, own = {}, {}
     if args.config:
@@ -77,9 +77,11 @@ def _rcl_args(args, ros_args):
 
 def run_node(args, ros_args=()) -> int:
     """Build the transport and the node, spin until SIGINT/SIGTERM (or --duration), exit 0."""
-    from .node import LinearizerNode, normalize_parameters
+    from .loopback import loopback_config, loopback_vars
+    from .node import LinearizerNode
+    from .parameters import normalize_parameters
     from .prerequisites import choose_transport
-    from .transport import loopback_config, loopback_vars, make_transport
+    from .transport import make_transport
 
     try:
         params, own = _collect_parameters(args, list(ros_args))
@@ -124,10 +126,10 @@ def run_node(args, ros_args=()) -> int:
 def _quiet_gc():
     """Keep the cyclic garbage collector's full collections short. Once the node is up, the
     process holds ~120,000 tracked objects (the model, numba, the middleware), all of which live as
-    long as the node; a full collection walks them all: 60-120 ms measured (g1_29dof, rclpy
-    loaded), a pause that shows as a latency spike when one happens. gc.freeze() moves them out
-    of the collector's sight (a full collection then takes ~0.01 ms). Full collections are rare,
-    so 5-10 s benchmark windows show no difference either way; this removes the rare spike."""
+    long as the node; a full collection walks them all, tens of milliseconds, a pause that shows
+    as a latency spike when one happens. gc.freeze() moves them out of the collector's sight (a
+    full collection then takes ~0.01 ms). Full collections are rare, so this removes rare spikes
+    rather than raising the mean rate (docs/ros.md, "Node performance")."""
     import gc
 
     gc.collect()

@@ -26,7 +26,8 @@ import numpy as np
 
 from .messages import TOPIC_A, TOPIC_B, TOPIC_DFORCES_DTAU, TOPIC_DFORCES_DZ, TOPIC_FORCES, TOPIC_STAMP, Pairer
 from .node import QOS_OUTPUT
-from .transport import DdsTransport, loopback_config, loopback_env, private_domain_id
+from .loopback import loopback_config, loopback_env, private_domain_id
+from .transport_dds import DdsTransport
 
 
 def _pump(stream, sink, prefix, echo):

@@ -78,8 +78,8 @@ def _choices(config_dir) -> str:
 def check_params_file(path: str | os.PathLike, node_name: str = "sva_linearizer", namespace: str = "") -> dict:
     """The node's parameters from a parameter file, checked as the node checks them at start;
     LaunchConfigError naming the file and the problem."""
-    from .node import normalize_parameters
-    from .params import load_params_file
+    from .parameter_files import load_params_file
+    from .parameters import normalize_parameters
 
     try:
         params = load_params_file(path, node_name, namespace)

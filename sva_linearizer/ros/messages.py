@@ -5,8 +5,8 @@ IDL structs of :mod:`sva_linearizer.ros.dds_types`, or plain namespaces in tests
 through a ``types`` namespace that has the ROS class names (``types.Float64MultiArray`` ...), which
 each transport provides.
 
-Pairing A and B with their input (the design, also in the README)
-------------------------------------------------------------------
+Pairing A and B with their input (for users: docs/ros.md, "Pairing A and B with their input")
+-----------------------------------------------------------------------------------------------
 For every accepted joint state the node publishes three messages, in this order:
 
 1. ``linearization/A``: std_msgs/Float64MultiArray, A row-major,
@@ -51,6 +51,7 @@ import re
 import zlib
 from collections import OrderedDict, deque
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -64,6 +65,13 @@ ROS_TYPES = (
     "geometry_msgs/msg/Twist", "geometry_msgs/msg/TwistWithCovariance", "nav_msgs/msg/Odometry",
     "geometry_msgs/msg/Wrench", "geometry_msgs/msg/WrenchStamped",
 )
+
+
+def types_namespace(by_ros_name):
+    """``{"pkg/msg/Type": cls}`` -> a namespace with the classes by short name (``ns.JointState``):
+    the ``types`` a transport provides."""
+    return SimpleNamespace(**{name.rsplit("/", 1)[1]: cls for name, cls in by_ros_name.items()})
+
 
 TOPIC_A = "linearization/A"
 TOPIC_B = "linearization/B"

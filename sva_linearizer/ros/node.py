@@ -1,7 +1,7 @@
 """The linearizer node's logic, written once for every transport (rclpy or plain DDS).
 
 :class:`LinearizerNode` takes a *transport* (see :mod:`sva_linearizer.ros.transport`) and the
-node parameters. It
+node parameters (names, defaults and checks in :mod:`sva_linearizer.ros.parameters`). It
 
 * holds the model, built from the ``robot_description`` parameter (URDF XML), else ``urdf_path``,
   else ``robot`` (a name known to :mod:`sva_linearizer.robots`), else from the robot_description
@@ -44,7 +44,6 @@ the node forgets its history and carries on; a smaller step back is "out of orde
 """
 from __future__ import annotations
 
-import math
 import os
 import time
 from collections import deque
@@ -54,58 +53,10 @@ import numpy as np
 import sva_linearizer as sl
 from sva_linearizer._jit import group_state, on_ready
 
+from .log import Throttle
 from .messages import (TOPIC_A, TOPIC_B, TOPIC_DFORCES_DTAU, TOPIC_DFORCES_DZ, TOPIC_FORCES, TOPIC_STAMP,
                        crc32_hex, make_time, matrix_payload, matrix_to_msg, pair_frame_id, stamp_to_ns)
-
-NODE_NAME = "sva_linearizer"
-
-#: Parameter name -> default. These are also the keys of config/<robot>.yaml.
-DEFAULT_PARAMETERS = {
-    "robot_description": "",      # URDF XML (takes precedence)
-    "urdf_path": "",              # path to a URDF file
-    "robot": "",                  # a robot name known to sva_linearizer.robots (e.g. solo12)
-    "robot_description_topic": "/robot_description",  # used when none of the above is set
-    "floating_base": "auto",      # true: SE(3) base from odom; false: fixed base, no odom;
-                                  # auto: the named robot's default, else true
-    "gravity": [0.0, 0.0, -9.81],  # world frame
-    "max_rate": 0.0,              # Hz, by input stamp; 0: every joint state the node gets to
-    "max_odom_age": 0.1,          # s, |joint state stamp - odom stamp| allowed
-    "quaternion_tolerance": 1e-3,  # |norm - 1| allowed (then normalised); beyond: rejected
-    "time_reset_threshold": 1.0,  # s; a larger step back in stamps is a clock reset
-    "warn_period": 2.0,           # s between two warnings of the same kind; 0: no throttling
-    "ignore_unknown_joints": False,  # true: names not in the model are ignored instead of rejected
-    "allow_empty_velocity_effort": True,  # empty JointState velocity / effort: zero; false: dropped
-    "joint_states_topic": "joint_states",
-    "odom_topic": "odom",
-    # contacts (module docstring, README "Contacts in the node"): parallel arrays, one entry per contact frame; the
-    # per-contact arrays also take one value (for every contact) or none (the default)
-    "contact_frames": [],         # frame names (URDF links, e.g. the feet); empty: no contacts
-    "contact_kinds": [],          # "point" | "6d"; default point
-    "contact_references": [],     # "local" | "world_aligned"; default local
-    "contact_offsets": [],        # 3 per contact, flat (x, y, z in the link frame); default zeros
-    "contact_baumgarte_kp": [],   # Baumgarte Kp per contact; default 0.0
-    "contact_baumgarte_kd": [],   # Baumgarte Kd per contact; default 0.0
-    "contact_mode": "rigid",      # rigid: contacts as constraints (KKT); forces: contact forces as inputs
-    "contacts_default_active": True,  # every configured contact is active until a contact set arrives
-    "contacts_topic": "contacts",              # sensor_msgs/JointState: the active contact set
-    "contact_forces_topic": "contact_forces",  # geometry_msgs/WrenchStamped per contact (mode forces)
-    "max_contacts_age": 0.1,      # s, |joint state stamp - contact set / force stamp| allowed
-}
-
-#: Parameter name -> its ROS 2 type, as the rclpy transport declares it (statically typed, so that
-#: an empty list reads back as a string or double array). ``floating_base`` left unset means
-#: "auto" (the named robot's default) and reads back as the value in use.
-PARAMETER_TYPES = {
-    "robot_description": "string", "urdf_path": "string", "robot": "string",
-    "robot_description_topic": "string", "floating_base": "bool", "gravity": "double_array",
-    "max_rate": "double", "max_odom_age": "double", "quaternion_tolerance": "double",
-    "time_reset_threshold": "double", "warn_period": "double", "ignore_unknown_joints": "bool",
-    "allow_empty_velocity_effort": "bool", "joint_states_topic": "string", "odom_topic": "string",
-    "contact_frames": "string_array", "contact_kinds": "string_array", "contact_references": "string_array",
-    "contact_offsets": "double_array", "contact_baumgarte_kp": "double_array",
-    "contact_baumgarte_kd": "double_array", "contact_mode": "string", "contacts_default_active": "bool",
-    "contacts_topic": "string", "contact_forces_topic": "string", "max_contacts_age": "double",
-}
+from .parameters import contact_specs, normalize_parameters
 
 # QoS profiles, transport-neutral (reliability, durability, depth).
 # The input subscriptions are best effort: in ROS 2 (DDS) a best-effort subscription matches both
@@ -126,198 +77,9 @@ class ModelLoadError(ValueError):
     """The model the node's parameters name cannot be built (one-line message)."""
 
 
-def _as_bool(v, name):
-    if isinstance(v, bool):
-        return v
-    if isinstance(v, str) and v.strip().lower() in ("true", "1", "yes", "on", "false", "0", "no", "off"):
-        return v.strip().lower() in ("true", "1", "yes", "on")
-    if isinstance(v, (int, float)) and v in (0, 1):
-        return bool(v)
-    raise ValueError(f"parameter {name}: expected true or false, got {v!r}")
-
-
-def _as_float(v, name, minimum=0.0):
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        raise ValueError(f"parameter {name}: expected a number, got {v!r}") from None
-    if not math.isfinite(f) or f < minimum:
-        raise ValueError(f"parameter {name}: expected a finite number >= {minimum}, got {v!r}")
-    return f
-
-
-def _as_list(v, name, kind):
-    """A parameter array (list, tuple, array.array; None or an empty byte array: empty) of str or
-    float; a lone scalar is a one-element list."""
-    if v is None:
-        return []
-    if isinstance(v, (str, int, float)) and not isinstance(v, bool):
-        v = [v]
-    try:
-        items = list(v)
-    except TypeError:
-        raise ValueError(f"parameter {name}: expected a list, got {v!r}") from None
-    if kind is str:
-        if not all(isinstance(x, str) for x in items):
-            raise ValueError(f"parameter {name}: expected a list of strings, got {v!r}")
-        return items
-    try:
-        out = [float(x) for x in items if not isinstance(x, (bool, str))]
-    except (TypeError, ValueError):
-        out = []
-    if len(out) != len(items) or not all(math.isfinite(x) for x in out):
-        raise ValueError(f"parameter {name}: expected a list of finite numbers, got {v!r}")
-    return out
-
-
-def _per_contact(values, n, name, default, width=1):
-    """A per-contact array: none (default), one entry (for all), or one per contact frame."""
-    k = len(values) // width if len(values) % width == 0 else -1
-    if k == 0:
-        return [default] * n
-    if k == 1:
-        return [values if width > 1 else values[0]] * n
-    if k == n:
-        return [values[i * width:(i + 1) * width] if width > 1 else values[i] for i in range(n)]
-    what = f"{len(values)} values ({width} per contact)" if width > 1 else f"{len(values)} values"
-    raise ValueError(f"parameter {name}: {what} for {n} contact_frames (give one per contact, one for all, "
-                     f"or none for the default)")
-
-
-def contact_specs(p: dict) -> list:
-    """The configured contacts as sl.Contact objects (in contact_frames order), from normalized
-    parameters; raises ValueError naming the bad parameter. Frames are checked against the model
-    when it is built."""
-    frames = p["contact_frames"]
-    n = len(frames)
-    kinds = _per_contact(p["contact_kinds"], n, "contact_kinds", "point")
-    refs = _per_contact(p["contact_references"], n, "contact_references", "local")
-    offsets = _per_contact(p["contact_offsets"], n, "contact_offsets", [0.0, 0.0, 0.0], width=3)
-    kps = _per_contact(p["contact_baumgarte_kp"], n, "contact_baumgarte_kp", 0.0)
-    kds = _per_contact(p["contact_baumgarte_kd"], n, "contact_baumgarte_kd", 0.0)
-    seen = set()
-    for f in frames:
-        # the pair record lists the active contacts as "frame:dim,..." (messages.pair_frame_id)
-        if not f or any(c.isspace() or c == "," for c in f):
-            raise ValueError(f"parameter contact_frames: {f!r} is not a frame name (empty, or has a "
-                             f"space or a comma)")
-        if f in seen:
-            raise ValueError(f"parameter contact_frames: '{f}' is listed twice")
-        seen.add(f)
-    for name, values, allowed in (("contact_kinds", kinds, ("point", "6d")),
-                                  ("contact_references", refs, ("local", "world_aligned"))):
-        for f, v in zip(frames, values):
-            if v not in allowed:
-                raise ValueError(f"parameter {name}: '{v}' for contact '{f}' (expected "
-                                 f"{' or '.join(allowed)})")
-    return [sl.Contact(f, kind=k, reference=r, offset=o, baumgarte=(kp, kd))
-            for f, k, r, o, kp, kd in zip(frames, kinds, refs, offsets, kps, kds)]
-
-
-_TYPE_NAMES = {"string": "a string", "bool": "true or false", "double": "a number",
-               "string_array": "a list of strings", "double_array": "a list of numbers"}
-
-
-def typed_parameter_value(name: str, value, kind: str | None = None):
-    """A parameter value in its declared ROS 2 type (``PARAMETER_TYPES``): integers become doubles
-    (``-p max_rate:=100``), tuples and arrays lists; None stays None (unset). ``floating_base``
-    "auto" is unset. Raises ValueError naming the parameter and the type it needs."""
-    kind = kind or PARAMETER_TYPES[name]
-    if value is None or (name == "floating_base" and value == "auto"):
-        return None
-    ok = None
-    if kind == "string" and isinstance(value, str):
-        ok = value
-    elif kind == "bool" and isinstance(value, bool):
-        ok = value
-    elif kind == "double" and isinstance(value, (int, float)) and not isinstance(value, bool):
-        ok = float(value)
-    elif kind.endswith("_array") and not isinstance(value, (str, bytes, dict)):
-        try:
-            items = list(value)
-        except TypeError:
-            items = None
-        if items is not None and kind == "string_array" and all(isinstance(x, str) for x in items):
-            ok = items
-        elif items is not None and kind == "double_array" and all(
-                isinstance(x, (int, float)) and not isinstance(x, bool) for x in items):
-            ok = [float(x) for x in items]
-    if ok is None:
-        raise ValueError(f"parameter {name}: expected {_TYPE_NAMES[kind]} ({kind.replace('_', ' ')}), "
-                         f"got {value!r}")
-    return ok
-
-
-def _ros_builtin(name):
-    """Parameters every ROS 2 node has (launch files set them); not the node's own."""
-    return name in ("use_sim_time", "start_type_description_service") or name.startswith("qos_overrides.")
-
-
-def normalize_parameters(params: dict) -> dict:
-    """Defaults filled in, types coerced and checked; raises ValueError naming a bad parameter.
-    ROS 2's built-in parameters (use_sim_time, qos_overrides.*) are accepted and left out."""
-    params = {k: v for k, v in params.items() if not _ros_builtin(k)}
-    unknown = sorted(set(params) - set(DEFAULT_PARAMETERS))
-    if unknown:
-        raise ValueError(f"unknown parameter(s): {', '.join(unknown)} (known: {', '.join(DEFAULT_PARAMETERS)})")
-    p = dict(DEFAULT_PARAMETERS)
-    p.update({k: v for k, v in params.items() if v is not None})
-    for k in ("robot_description", "urdf_path", "robot", "robot_description_topic",
-              "joint_states_topic", "odom_topic", "contacts_topic", "contact_forces_topic", "contact_mode"):
-        if not isinstance(p[k], str):
-            raise ValueError(f"parameter {k}: expected a string, got {p[k]!r}")
-    if p["floating_base"] == "auto":
-        p["floating_base"] = True
-        if p["robot"] and not (p["robot_description"] or p["urdf_path"]):
-            from sva_linearizer.robots import default_floating_base
-            try:
-                p["floating_base"] = default_floating_base(p["robot"])
-            except ValueError:
-                pass  # unknown name: reported when the model is built
-    for k in ("floating_base", "ignore_unknown_joints", "allow_empty_velocity_effort", "contacts_default_active"):
-        p[k] = _as_bool(p[k], k)
-    for k in ("max_rate", "max_odom_age", "quaternion_tolerance", "time_reset_threshold", "warn_period",
-              "max_contacts_age"):
-        p[k] = _as_float(p[k], k)
-    for k in ("contact_frames", "contact_kinds", "contact_references"):
-        p[k] = _as_list(p[k], k, str)
-    for k in ("contact_offsets", "contact_baumgarte_kp", "contact_baumgarte_kd"):
-        p[k] = _as_list(p[k], k, float)
-    if p["contact_mode"] not in ("rigid", "forces"):
-        raise ValueError(f"parameter contact_mode: expected rigid or forces, got {p['contact_mode']!r}")
-    contact_specs(p)
-    g = p["gravity"]
-    try:
-        g = [float(x) for x in g]
-    except (TypeError, ValueError):
-        g = None
-    if g is None or len(g) != 3 or not all(math.isfinite(x) for x in g):
-        raise ValueError(f"parameter gravity: expected 3 finite numbers, got {p['gravity']!r}")
-    p["gravity"] = g
-    return p
-
-
-class Throttle:
-    """At most one message per key per ``period`` seconds; reports how many were suppressed."""
-
-    def __init__(self, emit, period, clock=time.monotonic):
-        self.emit, self.period, self.clock = emit, period, clock
-        self._last = {}
-        self._suppressed = {}
-
-    def __call__(self, key, text):
-        now = self.clock()
-        last = self._last.get(key)
-        if self.period > 0 and last is not None and now - last < self.period:
-            self._suppressed[key] = self._suppressed.get(key, 0) + 1
-            return False
-        n = self._suppressed.pop(key, 0)
-        self._last[key] = now
-        self.emit(text + (f" ({n} more like this suppressed)" if n else ""))
-        return True
-
-
 class _Odom:
+    """One odometry sample: base position ``p`` (3), unit quaternion ``quat`` (x, y, z, w) and
+    body twist ``twist`` [v_lin; w] (6), all in the library's conventions."""
     __slots__ = ("stamp", "p", "quat", "twist")
 
     def __init__(self, stamp, p, quat, twist):
@@ -325,6 +87,7 @@ class _Odom:
 
 
 class _Sample:
+    """One stamped input value for a :class:`StampedBuffer` (a contact set, a contact's force)."""
     __slots__ = ("stamp", "value")
 
     def __init__(self, stamp, value):
@@ -388,6 +151,7 @@ class StampedBuffer:
 
 
 def _vec(*xs):
+    """Message fields -> a float numpy vector."""
     return np.array(xs, dtype=float)
 
 
@@ -606,11 +370,11 @@ class LinearizerNode:
     # ------------------------------------------------------------------ odom
     def on_odom(self, msg, recv_ns=None):
         stamp = self._stamp(msg.header, recv_ns)
-        pp, pq = msg.pose.pose.position, msg.pose.pose.orientation
-        tl, ta = msg.twist.twist.linear, msg.twist.twist.angular
-        p = _vec(pp.x, pp.y, pp.z)
-        quat = _vec(pq.x, pq.y, pq.z, pq.w)
-        twist = _vec(tl.x, tl.y, tl.z, ta.x, ta.y, ta.z)
+        position, orientation = msg.pose.pose.position, msg.pose.pose.orientation
+        linear, angular = msg.twist.twist.linear, msg.twist.twist.angular
+        p = _vec(position.x, position.y, position.z)
+        quat = _vec(orientation.x, orientation.y, orientation.z, orientation.w)
+        twist = _vec(linear.x, linear.y, linear.z, angular.x, angular.y, angular.z)
         for what, arr in (("pose.position", p), ("pose.orientation", quat), ("twist", twist)):
             if not np.all(np.isfinite(arr)):
                 return self._reject("odom_nonfinite", f"odom: {what} has NaN or infinite values")
@@ -723,6 +487,7 @@ class LinearizerNode:
         if isinstance(perm, str):
             return self._reject("joint_states_names", perm)
         n = len(names)
+        # s, r, tau: joint positions, velocities, torques in model order (the library's names)
         s = self._field(msg.position, "position", n, perm)
         empty_ok = p["allow_empty_velocity_effort"]
         r = self._field(msg.velocity, "velocity", n, perm, allow_empty=empty_ok) if not isinstance(s, str) else s
@@ -770,8 +535,8 @@ class LinearizerNode:
         return A, B
 
     def _publish(self, stamp, A, B, active=None, extra=None):
-        T = self._types
-        pa, pb = matrix_payload(A), matrix_payload(B)
+        types = self._types
+        pa, pb = matrix_payload(A), matrix_payload(B)   # the bytes A's and B's messages carry
         self.seq += 1
         mode, crcs, payloads = None, None, ()
         if self.contacts:
@@ -781,12 +546,12 @@ class LinearizerNode:
                 crcs = dict(zip(("F", "dFdz", "dFdtau"), (crc32_hex(x) for x in payloads)))
         frame_id = pair_frame_id(self.seq, crc32_hex(pa), crc32_hex(pb), mode,
                                  [(c.frame, c.dim) for c in active or ()], crcs)
-        header = T.Header(stamp=make_time(T, stamp), frame_id=frame_id)
-        self._pub_a.publish(matrix_to_msg(T, A, pa))
-        self._pub_b.publish(matrix_to_msg(T, B, pb))
+        header = types.Header(stamp=make_time(types, stamp), frame_id=frame_id)
+        self._pub_a.publish(matrix_to_msg(types, A, pa))
+        self._pub_b.publish(matrix_to_msg(types, B, pb))
         if extra is not None:
             for pub, M, payload in zip(self._pub_forces, extra, payloads):
-                pub.publish(matrix_to_msg(T, M, payload))
+                pub.publish(matrix_to_msg(types, M, payload))
         self._pub_stamp.publish(header)
         self.published += 1
 

@@ -1,6 +1,6 @@
 """An in-memory transport with the interface of sva_linearizer.ros.transport (for in-process tests)."""
 from sva_linearizer.ros import dds_types
-from sva_linearizer.ros.transport import types_namespace
+from sva_linearizer.ros.messages import types_namespace
 
 
 class _Logger:

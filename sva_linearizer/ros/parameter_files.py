@@ -1,4 +1,6 @@
-"""ROS 2 parameter files (``--params-file`` YAML) and ``--ros-args`` parsing for the DDS transport.
+"""Reading the node's parameters from ROS 2 parameter files (``--params-file`` YAML) and from
+``--ros-args``, for the DDS transport (with rclpy, ROS 2 reads them itself); what the values must
+be is :mod:`.parameters`.
 
 A parameter file maps a node name (or the wildcard ``/**``) to ``ros__parameters``::
 
