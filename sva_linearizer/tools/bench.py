@@ -383,7 +383,7 @@ def count_second_order_flops(name: str) -> int:
     from sva_linearizer.robots import load_robot
 
     from sva_linearizer import _jit
-    from sva_linearizer.profile import _COUNT, _counted
+    from sva_linearizer.tools.profile import _COUNT, _counted
     if _jit.HAVE_NUMBA:
         raise RuntimeError("count_second_order_flops runs the plain-Python kernels: set SVA_LINEARIZER_NO_JIT=1")
     model = load_robot(name)
@@ -404,7 +404,7 @@ def count_second_order_flops(name: str) -> int:
 
 
 def second_order_flops_in_child(name: str) -> int:
-    code = ("import sys; from sva_linearizer.bench import count_second_order_flops; "
+    code = ("import sys; from sva_linearizer.tools.bench import count_second_order_flops; "
             f"print(count_second_order_flops({name!r}))")
     env = dict(os.environ, SVA_LINEARIZER_NO_JIT="1")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=1800)
