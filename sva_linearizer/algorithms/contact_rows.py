@@ -158,7 +158,7 @@ def _cross3(a0, a1, a2, b0, b1, b2):
     return a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0
 
 
-@njit(inline="always")
+@kernel
 def contact_rows(m, d, q, k, XF, R_f, p_f, dim, wa, kp, kd, e, JL, vel, nu_dot, derivatives,
                  R, p, J, Jq, dvq, daq, dan, a, cols, Jc, r, dr):
     """One contact at (q, vel, nu_dot), after the kinematics and EIDAmb's velocities: the frame's
@@ -168,7 +168,8 @@ def contact_rows(m, d, q, k, XF, R_f, p_f, dim, wa, kp, kd, e, JL, vel, nu_dot, 
     With derivatives R, p, J and Jq are not recomputed: the pipeline's pass at nu_dot = 0 (same q)
     set them.
     As frame_motion, only the frame's active columns of J, Jq, ..., dr are written (the others
-    are zero in the set's buffer and stay so); inlined into set_rows (one compiled call per set)."""
+    are zero in the set's buffer and stay so). A kernel of its own (compiled once, called by
+    set_rows per contact): its body, with frame_motion's, is too large to inline at every use."""
     nv = m.nv
     if not derivatives:             # with derivatives: the pose of the pass before, same q
         frame_pose_c(m, d, q, k, R_f, p_f, R, p, cols)
