@@ -21,6 +21,7 @@ import sys
 import threading
 import time
 import types
+from typing import Callable, NamedTuple
 
 from ._cache import (DISPATCHERS, GROUPS, FileLock, cache_dirs, cache_matches, claim_cache, is_warm,
                      write_markers)
@@ -36,10 +37,11 @@ from .model import Inertia, Model
 from .state import State
 from ._jit import COMPILE_ENV, HAVE_NUMBA, QUIET_ENV, mark_ready, set_compiler, set_loading
 
-# the progress message's estimates (seconds, fastest-slowest) of a cold compile on a shared 2-core
-# machine with numba 0.68
-ESTIMATE_S = {"core": (180, 410), "batch": (25, 60), "contacts": (150, 290), "contacts_batch": (40, 70),
-              "second_order": (30, 90)}
+# the progress message's estimates (seconds of CPU time, fastest-slowest) of a cold compile on a
+# shared 2-core machine with numba 0.68 (`sva-linearizer compile --report`); `compile` spreads them
+# over compile_jobs() processes
+ESTIMATE_S = {"core": (180, 300), "batch": (8, 30), "contacts": (120, 250), "contacts_batch": (12, 40),
+              "second_order": (30, 60)}
 WHAT = {"core": "the numba kernels", "batch": "the parallel kernel of linearize_batch",
         "contacts": "the contact kernels (frames, rigid contacts, contact forces)",
         "contacts_batch": "the parallel kernel of linearize_batch with contacts",
@@ -71,9 +73,11 @@ def _say(text, end="\n"):
         pass
 
 
-def _tiny_model(floating):
+def _tiny_model(floating, checked=True):
     """A 3-joint tree (revolute, prismatic, a branch at the base) built in code: every kernel has
-    the same argument types for it as for any URDF robot, so compiling for it compiles for all."""
+    the same argument types for it as for any URDF robot, so compiling for it compiles for all.
+    checked: marked as validated (it is sound), so that its first use does not run the model check,
+    whose kernels compile in a stage of their own (_stage_checks)."""
     import numpy as np
 
 
@@ -86,6 +90,7 @@ def _tiny_model(floating):
                inertia=link)
     m.add_body("c", None, Joint.revolute((1.0, 0.0, 0.0)), placement=(np.eye(3), (-0.1, 0.0, 0.0)),
                inertia=link)
+    m._validated = checked
     return m
 
 
@@ -101,33 +106,66 @@ def _tiny_state(m, seed=0):
     return q, rng.normal(size=m.nv) * 0.1, rng.normal(size=m.nj) * 0.1
 
 
-def _stage_linearize(floating):
-    def run():
-
+def _tiny_states():
+    """(model, State, tau) of the floating- and the fixed-base tiny model."""
+    out = []
+    for floating in (True, False):
         m = _tiny_model(floating)
         q, v, tau = _tiny_state(m)
-        state = State.from_vectors(m, q, v)
+        out.append((m, State.from_vectors(m, q, v), tau))
+    return out
+
+
+def _stage_checks():
+    import numpy as np
+
+    for floating in (True, False):
+        m = _tiny_model(floating, checked=False)
+        q, v, _ = _tiny_state(m)
+        State.from_vectors(m, q, v)
+        Data(m)
+        articulated_pivots(m, np.zeros(m.nj))      # the check of every URDF model at load time
+
+
+def _stage_inverse_dynamics():
+    import numpy as np
+
+    for m, state, _ in _tiny_states():
+        extended_inverse_dynamics(m, state, np.zeros(m.nv))
+        rneamb(m, state, np.zeros(m.nj))
+
+
+def _stage_derivatives():
+    import numpy as np
+
+    for m, state, _ in _tiny_states():
+        extended_inverse_dynamics_derivatives(m, state, np.zeros(m.nv))
+
+
+def _stage_inverse_mass_matrix():
+    for m, state, _ in _tiny_states():
+        inverse_mass_matrix(m, state)
+
+
+def _stage_forward_dynamics():
+    for m, state, tau in _tiny_states():
+        forward_dynamics(m, state, tau)
+
+
+def _stage_mass_matrix():
+    for m, state, _ in _tiny_states():
+        mass_matrix(m, state)
+
+
+def _stage_linearize():
+    for m, state, tau in _tiny_states():
         linearize(m, state, tau)
         linearize(m, state, tau, data=Data(m))
-    return run
 
 
-def _stage_dynamics(floating):
-    def run():
-        import numpy as np
-
-
-        m = _tiny_model(floating)
-        q, v, tau = _tiny_state(m)
-        state = State.from_vectors(m, q, v)
-        nu_dot = forward_dynamics(m, state, tau)
-        inverse_mass_matrix(m, state)
-        mass_matrix(m, state)
-        extended_inverse_dynamics(m, state, nu_dot)
-        extended_inverse_dynamics_derivatives(m, state, nu_dot)
-        rneamb(m, state, np.zeros(m.nj))
-        articulated_pivots(m, np.zeros(m.nj))      # the check of every URDF model at load time
-    return run
+def _stage_discrete():
+    for m, state, tau in _tiny_states():
+        linearize(m, state, tau, dt=0.01)
 
 
 def _tiny_batch(m):
@@ -154,38 +192,34 @@ def _stage_batch():
         linearize_batch(m, Q, V, T, dt=0.01)
 
 
-def _stage_discrete():
+# the contact stages run on the floating base only: the kernels' argument types do not depend on
+# the base, and a point contact on "b" would over-constrain the fixed-base tree
 
-    for floating in (True, False):
-        m = _tiny_model(floating)
-        q, v, tau = _tiny_state(m)
-        linearize(m, State.from_vectors(m, q, v), tau, dt=0.01)
+def _stage_frames():
+    m, state, _ = _tiny_states()[0]
+    frame_jacobian(m, state, "b", reference="world_aligned")
+    frame_velocity(m, state, "b")
+    frame_placement(m, state, "b")
+
+
+def _stage_constrained_dynamics():
+    m, state, tau = _tiny_states()[0]
+    forward_dynamics(m, state, tau, contacts=[_tiny_contacts()[0]])
 
 
 def _stage_contacts():
     import numpy as np
 
-
-    for floating in (True,):   # the kernels' argument types do not depend on the base; a point
-        m = _tiny_model(floating)   # contact on "b" would over-constrain the fixed-base tree
-        q, v, tau = _tiny_state(m)
-        state = State.from_vectors(m, q, v)
-        point, six = _tiny_contacts()
-        linearize(m, state, tau, contacts=[point], forces=[(six, np.zeros(6))])
-        linearize(m, state, tau, contacts=[point], dt=0.01)
-        forward_dynamics(m, state, tau, contacts=[point])
-        frame_jacobian(m, state, "b", reference="world_aligned")
-        frame_velocity(m, state, "b")
-        frame_placement(m, state, "b")
+    m, state, tau = _tiny_states()[0]
+    point, six = _tiny_contacts()
+    linearize(m, state, tau, contacts=[point], forces=[(six, np.zeros(6))])
+    linearize(m, state, tau, contacts=[point], dt=0.01)
 
 
 def _stage_second_order():
     import numpy as np
 
-    for floating in (True, False):
-        m = _tiny_model(floating)
-        q, v, _ = _tiny_state(m)
-        state = State.from_vectors(m, q, v)
+    for m, state, _ in _tiny_states():
         nu_dot = np.zeros(m.nv)
         extended_inverse_dynamics_second_derivatives(m, state, nu_dot)
         extended_inverse_dynamics_second_derivatives(m, state, nu_dot, data=Data(m))
@@ -194,55 +228,97 @@ def _stage_second_order():
 def _stage_contacts_batch():
     import numpy as np
 
-
     m = _tiny_model(True)
     Q, V, T = _tiny_batch(m)
     point, six = _tiny_contacts()
     linearize_batch(m, Q, V, T, contacts=[point], forces=[(six, np.zeros(6))])
 
 
-# (group, name, function): what the warm-up runs, in order. "core": everything one state needs
-# (ensure_compiled() before the first kernel call); "batch": linearize_batch's parallel kernel
-# (ensure_compiled("batch") in linearize_batch); "contacts": one state with contacts (frames.py,
-# linearization/with_contacts.py); "contacts_batch": linearize_batch(contacts=)'s parallel kernel
-# (contacts_chunk: ensure_compiled("contacts_batch") in with_contacts.batch_contacts);
-# "second_order": extended_inverse_dynamics_second_derivatives (its first call). The core may
-# add stages for new kernels.
+class Stage(NamedTuple):
+    """One step of the warm-up: `run` calls the public functions whose kernels it compiles.
+    `after`: the stages whose kernels `run` calls too (directly or inside its own kernels); in a
+    compile spread over several processes it starts once they are in numba's cache, so that no
+    kernel compiles twice."""
+    group: str
+    name: str
+    run: Callable[[], None]
+    after: tuple = ()
+
+
+ID, ID_DERIVATIVES = "inverse dynamics (EIDAmb, RNEAmb)", "ID derivatives"
+MINV, FD, LINEARIZE = "inverse mass matrix (IMMAmb)", "forward dynamics (ABAmb)", "linearize"
+DISCRETE, CONSTRAINED = "discrete time", "forward dynamics with contacts"
+CONTACTS = "linearize with contacts and contact forces"
+
+# What the warm-up runs, in order (each stage after those it names in `after`; the longest chains
+# first, so that a compile over several processes keeps them busy). "core": everything
+# one state needs; "batch": linearize_batch's parallel kernel (ensure_compiled("batch") in
+# linearize_batch); "contacts": one state with contacts (frames.py, linearization/with_contacts.py);
+# "contacts_batch": linearize_batch(contacts=)'s parallel kernel (contacts_chunk); "second_order":
+# extended_inverse_dynamics_second_derivatives. A new kernel needs a stage that calls it.
 WARMUP_STAGES = [
-    ("core", "floating base: linearize", _stage_linearize(True)),
-    ("core", "floating base: dynamics, Minv, ID derivatives", _stage_dynamics(True)),
-    ("core", "fixed base: linearize", _stage_linearize(False)),
-    ("core", "fixed base: dynamics, Minv, ID derivatives", _stage_dynamics(False)),
-    ("core", "discrete time", _stage_discrete),
-    ("batch", "linearize_batch (parallel), floating and fixed base, with and without dt", _stage_batch),
-    ("contacts", "frames, rigid contacts and contact forces", _stage_contacts),
-    ("contacts_batch", "linearize_batch with contacts (parallel)", _stage_contacts_batch),
-    ("second_order", "second-order derivatives of inverse dynamics", _stage_second_order),
+    Stage("core", ID, _stage_inverse_dynamics),
+    Stage("core", MINV, _stage_inverse_mass_matrix),
+    Stage("core", ID_DERIVATIVES, _stage_derivatives, (ID,)),
+    Stage("core", FD, _stage_forward_dynamics),
+    Stage("contacts", CONSTRAINED, _stage_constrained_dynamics, (ID, MINV, FD)),
+    Stage("core", LINEARIZE, _stage_linearize, (ID, ID_DERIVATIVES, MINV, FD)),
+    Stage("core", DISCRETE, _stage_discrete, (LINEARIZE,)),
+    Stage("contacts", CONTACTS, _stage_contacts, (LINEARIZE, DISCRETE, CONSTRAINED, ID_DERIVATIVES)),
+    Stage("contacts_batch", "linearize_batch with contacts (parallel)", _stage_contacts_batch, (CONTACTS,)),
+    Stage("core", "the model check (articulated-body pivots)", _stage_checks),
+    Stage("contacts", "frames", _stage_frames, (ID,)),
+    Stage("second_order", "second-order derivatives of inverse dynamics", _stage_second_order, (ID,)),
+    Stage("batch", "linearize_batch (parallel), with and without dt", _stage_batch, (LINEARIZE, DISCRETE)),
+    Stage("core", "mass matrix (CRBAmb)", _stage_mass_matrix),
 ]
+
+
+def _stages(group=None) -> list:
+    """WARMUP_STAGES as Stage tuples (a plain (group, name, run) tuple has no `after`), of one group."""
+    out = [s if isinstance(s, Stage) else Stage(*s) for s in WARMUP_STAGES]
+    return out if group is None else [s for s in out if s.group == group]
 
 
 class _Progress:
     """The warm-up's messages, said only once numba really compiles one of this package's kernels
-    (a cache that is warm but has no marker, e.g. filled by quiet or earlier runs, stays silent).
-    Without numba's event API the messages are said from the start."""
+    (a cache that is warm but has no marker, e.g. filled by quiet or earlier runs, stays silent),
+    or once worker processes compile for it. Without numba's event API the messages are said from
+    the start."""
 
-    def __init__(self, group, verbose):
-        self.group, self.verbose = group, verbose
+    def __init__(self, groups, verbose):
+        self.groups = [groups] if isinstance(groups, str) else list(groups)
+        self.verbose = verbose
         self.announced = verbose and not _HAVE_EVENTS
+        self.jobs = 1            # processes compiling
+        self.loading = False     # the workers compiled: this process's stages load, said only if they compile
         self.stage = None        # the stage's "[k/n] name" while it runs
         self.stage_said = False
         if self.announced:
             self._header()
 
     def _header(self):
-        g = self.group
-        lo, hi = ESTIMATE_S[g]
-        _say(f"sva_linearizer: compiling {WHAT[g]} (once per machine, {lo}-{hi} s on 2 cores; "
-             "SVA_LINEARIZER_QUIET=1 hides this) ...")
+        lo = sum(ESTIMATE_S[g][0] for g in self.groups)
+        hi = sum(ESTIMATE_S[g][1] for g in self.groups)
+        what = WHAT[self.groups[0]] if len(self.groups) == 1 else f"the kernels ({', '.join(self.groups)})"
+        how = f"in {self.jobs} processes; " if self.jobs > 1 else ""
+        _say(f"sva_linearizer: compiling {what} (once per machine; {how}{lo}-{hi} s of CPU time on a "
+             "2-core machine; SVA_LINEARIZER_QUIET=1 hides this) ...")
+
+    def workers(self, jobs):
+        """The stages compile in `jobs` worker processes (whose compiles raise no event here)."""
+        self.jobs, self.loading = jobs, True
+        if self.verbose and not self.announced:
+            self.announced = True
+            self._header()
+
+    def worker_done(self, k, n, name, seconds, note=""):
+        if self.verbose:
+            _say(f"sva_linearizer:   [{k}/{n}] {name} ({seconds:.1f} s{note})")
 
     def begin(self, label):
         self.stage, self.stage_said = label, False
-        if self.announced:
+        if self.announced and not self.loading:
             _say(f"sva_linearizer:   {label} ...", end="")
             self.stage_said = True
 
@@ -270,7 +346,7 @@ def _warm_up(group, progress):
     """Run the group's stages; returns (seconds, failures as 'stage: error' strings)."""
     t0 = time.perf_counter()
     failures = []
-    stages = [(name, fn) for g, name, fn in WARMUP_STAGES if g == group]
+    stages = [(s.name, s.run) for s in _stages(group)]
     n = len(stages)
     for k, (name, fn) in enumerate(stages, 1):
         progress.begin(f"[{k}/{n}] {name}")
@@ -284,6 +360,88 @@ def _warm_up(group, progress):
             continue
         progress.end(f"({time.perf_counter() - t:.1f} s)")
     return time.perf_counter() - t0, failures
+
+
+JOBS_ENV = "SVA_LINEARIZER_COMPILE_JOBS"
+_STAGE_MAIN = "import sys; from sva_linearizer.warmup import run_stage; sys.exit(run_stage(sys.argv[1]))"
+
+
+def compile_jobs() -> int:
+    """How many processes a cold compile spreads its stages over: SVA_LINEARIZER_COMPILE_JOBS, else
+    the CPUs this process may run on (at most 8; each compiling process takes a few hundred MB)."""
+    value = os.environ.get(JOBS_ENV, "").strip()
+    if value:
+        try:
+            return max(1, int(value))
+        except ValueError:
+            raise ValueError(f"{JOBS_ENV} must be a whole number, got {value!r}") from None
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):   # not Linux
+        cpus = os.cpu_count() or 1
+    return max(1, min(cpus, 8))
+
+
+def run_stage(name: str) -> int:
+    """A worker of _compile_in_workers (its own process): run one stage, whose kernels compile
+    into numba's cache, or load from it. The caller holds the cache's lock."""
+    global _warming_thread
+    stage = next((s for s in _stages() if s.name == name), None)
+    if stage is None:
+        _say(f"sva_linearizer: no warm-up stage named {name!r}")
+        return 2
+    _warming_thread = threading.get_ident()     # no warm-up of its own, no background compile
+    for g in GROUPS:
+        set_loading(g)
+    stage.run()
+    return 0
+
+
+def _compile_in_workers(groups, jobs: int, progress: "_Progress") -> bool:
+    """Run the groups' stages in `jobs` worker processes at once (run_stage), each once the stages
+    it comes after are done, so that numba's cache holds every kernel of the groups when this
+    process runs the stages itself (loading them: seconds). A stage that fails in its worker just
+    compiles in this process. False (nothing done) with one job or fewer than two stages."""
+    import subprocess
+    import tempfile
+
+    stages = [s for s in _stages() if s.group in groups]
+    if jobs < 2 or len(stages) < 2:
+        return False
+    names = {s.name for s in stages}
+    todo, running, done = list(stages), [], set()
+    env = dict(os.environ, **{QUIET_ENV: "1"})
+    progress.workers(jobs)
+    try:
+        while todo or running:
+            for s in [s for s in todo if all(a in done or a not in names for a in s.after)]:
+                if len(running) >= jobs:
+                    break
+                todo.remove(s)
+                err = tempfile.TemporaryFile()
+                proc = subprocess.Popen([sys.executable, "-c", _STAGE_MAIN, s.name], env=env,
+                                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
+                running.append((proc, err, s, time.perf_counter()))
+            if not running:         # `after` names a stage that never runs: this process does the rest
+                break
+            time.sleep(0.1)
+            for item in [r for r in running if r[0].poll() is not None]:
+                proc, err, s, t0 = item
+                running.remove(item)
+                done.add(s.name)
+                note = ""
+                if proc.returncode != 0:
+                    err.seek(0)
+                    lines = err.read().decode("utf-8", "replace").strip().splitlines()
+                    note = f"; its worker failed ({lines[-1] if lines else f'exit code {proc.returncode}'})"
+                err.close()
+                progress.worker_done(len(done), len(stages), s.name, time.perf_counter() - t0, note)
+    finally:
+        for proc, err, _, _ in running:     # interrupted: stop the workers
+            proc.kill()
+            proc.wait()
+            err.close()
+    return True
 
 
 def ensure_compiled(group="core", verbose=None, force=False):
@@ -304,37 +462,49 @@ def ensure_compiled(group="core", verbose=None, force=False):
         done = _DONE_RESULTS.get(_done.get(group))
         if done is not None:
             return done
+    names = [group]
     if group == "all":
-        results = [ensure_compiled(g, verbose, force) for g in GROUPS]
-        order = ("compiled", "waited", "warm", "skipped")
-        return {"status": min((r["status"] for r in results), key=order.index),
-                "seconds": sum(r["seconds"] for r in results),
-                "cache_dirs": cache_dirs() if HAVE_NUMBA else [],
-                "failures": [f for r in results for f in r["failures"]]}
-    if group not in GROUPS:
+        names = list(GROUPS)
+    elif group not in GROUPS:
         raise ValueError(f"ensure_compiled: unknown group {group!r} (one of {', '.join(GROUPS)}, all)")
+    return _compile(names, verbose, force)
+
+
+def _compile(names, verbose=None, force=False) -> dict:
+    """ensure_compiled for the groups `names`: one cache lock for all of them, and their stages
+    spread over compile_jobs() worker processes."""
     global _warming_thread, _progress
     result = {"status": "skipped", "seconds": 0.0, "cache_dirs": [], "failures": []}
     if not HAVE_NUMBA:
-        return result
-    if group in _done and not force:
-        result["status"] = _done[group]
         return result
     if _warming_thread == threading.get_ident():  # the warm-up's own calls into the core
         return result
     if verbose is None:
         verbose = not _quiet()
+
+    def settle(status):   # the groups that are warm now need nothing more
+        left = []
+        for g in todo:
+            if is_warm(g):
+                _done[g] = "warm"
+                mark_ready(g)
+            else:
+                left.append(g)
+        if len(left) < len(todo):
+            result["status"] = status
+        return left
+
     with _lock:  # other threads wait here until the warm-up is over
-        if group in _done and not force:
-            result["status"] = _done[group]
+        todo = [g for g in names if force or g not in _done]
+        if not todo:
+            result["status"] = min((_done[g] for g in names), key=("warm", "skipped").index)
             return result
         dirs = cache_dirs()
         result["cache_dirs"] = dirs
-        if not force and is_warm(group):
-            _done[group] = "warm"
-            mark_ready(group)
-            result["status"] = "warm"
-            return result
+        if not force:
+            todo = settle("warm")
+            if not todo:
+                return result
         flock = FileLock(dirs[0]) if dirs else None
         waited = []
         t0 = time.perf_counter()
@@ -342,27 +512,33 @@ def ensure_compiled(group="core", verbose=None, force=False):
             flock.acquire(on_wait=lambda: (waited.append(1), verbose and _say(
                 "sva_linearizer: another process is compiling the kernels; waiting for it ...")))
         try:
-            if waited and not force and is_warm(group):
-                _done[group] = "warm"
-                mark_ready(group)
-                result.update(status="waited", seconds=time.perf_counter() - t0)
-                if verbose:
-                    _say(f"sva_linearizer: compiled kernels ready after {result['seconds']:.1f} s")
-                return result
-            global _progress
+            if waited and not force:
+                todo = settle("waited")
+                if not todo:
+                    result["seconds"] = time.perf_counter() - t0
+                    if verbose:
+                        _say(f"sva_linearizer: compiled kernels ready after {result['seconds']:.1f} s")
+                    return result
             if not cache_matches():      # the cache holds machine code of other sources
                 claim_cache(dirs)
-            progress = _Progress(group, verbose)
+            progress = _Progress(todo, verbose)
+            _compile_in_workers([g for g in todo if not is_warm(g)], compile_jobs(), progress)
+            failures = []
             _warming_thread, _progress = threading.get_ident(), progress
-            set_loading(group)           # the stages' calls compile
             try:
-                seconds, failures = _warm_up(group, progress)
+                for g in todo:
+                    set_loading(g)           # the stages' calls compile (or load what the workers compiled)
+                    seconds, failed = _warm_up(g, progress)
+                    if not failed:
+                        write_markers(g, seconds)
+                    failures += failed
+                    _done[g] = "warm"
+                    mark_ready(g)
             finally:
                 _warming_thread, _progress = None, None
-                mark_ready(group)
-            if not failures:
-                write_markers(group, seconds)
-            _done[group] = "warm"
+                for g in todo:
+                    mark_ready(g)
+            seconds = time.perf_counter() - t0
             result.update(status="compiled", seconds=seconds, failures=failures)
             if progress.announced:
                 where = ", ".join(dirs)
@@ -402,14 +578,16 @@ def _compile_in_process(group: str) -> None:
 
 def main(argv=None) -> int:
     """The background compile: `python -c "...warmup import main..." GROUP...` (see
-    start_background_compile). Every group it touches compiles in this process."""
+    start_background_compile). The groups compile in this process and its workers."""
     os.environ[COMPILE_ENV] = "wait"
-    failures = []
-    for g in (argv if argv else ["core"]):
-        _say(f"sva_linearizer: background compile of the {g} kernels, pid {os.getpid()}, "
-             f"{time.strftime('%Y-%m-%d %H:%M:%S')}")
-        failures += ensure_compiled(g, verbose=True)["failures"]
-    return 1 if failures else 0
+    names = list(argv) if argv else ["core"]
+    for g in names:
+        if g not in GROUPS:
+            _say(f"sva_linearizer: unknown compile group {g!r} (one of {', '.join(GROUPS)})")
+            return 2
+    _say(f"sva_linearizer: background compile of the {', '.join(names)} kernels, pid {os.getpid()}, "
+         f"{time.strftime('%Y-%m-%d %H:%M:%S')}")
+    return 1 if _compile(names, verbose=True)["failures"] else 0
 
 
 set_compiler(_compile_in_process, load_group)

@@ -4,12 +4,14 @@ The suite runs compiled kernels: SVA_LINEARIZER_COMPILE=wait makes the first cal
 kernel group compile it in the test process (once; the cache is shared by every later process)
 instead of answering from the plain-Python form while it compiles in the background.
 
-test_cli_compile.py's test_first_use_of_a_cold_cache runs a user process on an empty numba cache
-(its own folder), whose every kernel group compiles in the background: minutes on a 2-core
-machine, while the rest of the suite mostly keeps at most one core busy (one pytest process; the
-ROS tests wait on DDS). So when that test is among the tests selected, its process starts as soon
-as the selection is known and the test waits for it and checks its result. It is stopped at the
-end of the session if it still runs.
+test_cli_compile.py's test_first_use_of_a_cold_cache runs a user process on an empty numba cache,
+whose kernel groups compile in the background: minutes. So when that test is among the tests
+selected, its process starts as soon as the selection is known and the test waits for it and
+checks its result; it is stopped at the end of the session if it still runs.
+Which empty cache: when the suite's own cache is cold at the start (a fresh clone, as in CI), the
+suite's own, so that its kernels compile once for both (the suite's first compiled calls wait
+for the user process's background compile, or it for theirs: one cache lock); else a folder of
+its own, compiled for that test alone.
 """
 import os
 import shutil
@@ -50,19 +52,30 @@ out["rel_diff"] = float(np.max(np.abs(A - A_plain)) / np.max(np.abs(A)))
 out["rel_diff_contacts"] = float(np.max(np.abs(Ac - Ac_plain)) / np.max(np.abs(Ac)))
 print(json.dumps(out))
 """
-_cold = {}   # "dir": the empty cache folder; "proc": the background `compile`; "out", "err": its logs
+_cold = {}   # "dir": logs (and the private cache); "env", "cache_dirs"; "proc": the user process; "out", "err"
+TOKEN_ENV = "SVA_LINEARIZER_TEST_COLD_CACHE"   # marks the user process and the compiles it starts
 
 
 def _start_cold_compile():
+    import importlib
+
+    from sva_linearizer import _cache
+
+    importlib.import_module("sva_linearizer.warmup")   # every kernel module: cache_dirs() names every folder
+
     folder = tempfile.mkdtemp(prefix="sva-linearizer-cold-cache-")
     out, err = os.path.join(folder, "compile.out"), os.path.join(folder, "compile.err")
-    cache = os.path.join(folder, "cache")
-    os.makedirs(cache)
+    env = dict(os.environ, SVA_LINEARIZER_COMPILE="background", **{TOKEN_ENV: folder})
+    if any(_cache.is_warm(g) for g in _cache.GROUPS) or _cache.compile_running():
+        cache = os.path.join(folder, "cache")
+        os.makedirs(cache)
+        env["NUMBA_CACHE_DIR"] = cache
+        dirs = [cache]
+    else:                     # the suite's cache is cold: share it (module docstring)
+        dirs = _cache.cache_dirs()
     with open(out, "w") as fo, open(err, "w") as fe:
-        proc = subprocess.Popen([sys.executable, "-c", FIRST_USE], stdout=fo, stderr=fe, text=True,
-                                env=dict(os.environ, NUMBA_CACHE_DIR=cache,
-                                         SVA_LINEARIZER_COMPILE="background"))
-    _cold.update(dir=folder, cache=cache, proc=proc, out=out, err=err)
+        proc = subprocess.Popen([sys.executable, "-c", FIRST_USE], stdout=fo, stderr=fe, text=True, env=env)
+    _cold.update(dir=folder, env=env, cache_dirs=dirs, proc=proc, out=out, err=err)
 
 
 def pytest_collection_finish(session):
@@ -73,13 +86,14 @@ def pytest_collection_finish(session):
         _start_cold_compile()
 
 
-def _background_compiles(cache):
-    """The pids of background compiles working on `cache` (they run in sessions of their own)."""
+def _background_compiles(token):
+    """The pids of the processes the user process started (background compiles run in sessions of
+    their own, their workers with them): they carry its TOKEN_ENV."""
     pids = []
     for entry in os.listdir("/proc") if os.path.isdir("/proc") else ():
         try:
             with open(f"/proc/{entry}/environ", "rb") as fh:
-                if f"NUMBA_CACHE_DIR={cache}".encode() in fh.read().split(b"\0"):
+                if f"{TOKEN_ENV}={token}".encode() in fh.read().split(b"\0"):
                     pids.append(int(entry))
         except (OSError, ValueError):
             continue
@@ -91,7 +105,7 @@ def pytest_sessionfinish(session, exitstatus):
     if proc is not None and proc.poll() is None:
         proc.kill()
         proc.wait()
-    for pid in _background_compiles(_cold.get("cache")) if "cache" in _cold else ():
+    for pid in _background_compiles(_cold["dir"]) if "dir" in _cold else ():
         try:
             os.kill(pid, 9)
         except OSError:
@@ -102,8 +116,9 @@ def pytest_sessionfinish(session, exitstatus):
 
 @pytest.fixture
 def cold_compile():
-    """(cache folder, return code, stdout, stderr) of the FIRST_USE process run on an empty numba
-    cache: started with the session, waited for here (started now if the session did not)."""
+    """(env, cache folders, return code, stdout, stderr) of the FIRST_USE process run on an empty
+    numba cache: started with the session, waited for here (started now if the session did not).
+    env: the environment it ran in (its NUMBA_CACHE_DIR, if any)."""
     if "proc" not in _cold:
         _start_cold_compile()
     proc = _cold["proc"]
@@ -114,4 +129,4 @@ def cold_compile():
         proc.wait()
         pytest.fail("the first use of an empty cache ran past 30 min")
     with open(_cold["out"]) as fo, open(_cold["err"]) as fe:
-        return _cold["cache"], proc.returncode, fo.read(), fe.read()
+        return _cold["env"], _cold["cache_dirs"], proc.returncode, fo.read(), fe.read()

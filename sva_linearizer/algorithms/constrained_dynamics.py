@@ -203,14 +203,14 @@ def constrained_acceleration(m, d, q, vel, tau, fset, fvec, cset, ws, lam):
     for i in range(nv):
         zero[i] = 0.0
     if mf > 0:
-        set_rows(m, d, q, vel, zero, False, fi, fp, fo, fbuf, fcols)   # poses and Jacobians only
+        set_rows(m, d, q, vel, zero, bool(False), fi, fp, fo, fbuf, fcols)   # poses and Jacobians only
         set_wrench(nv, d.fext, d.t6[3], fi, fp, fo, fbuf, fcols, fvec, True, noE)
     status = free_acceleration(m, d, vel, tau)
     if status != 0:
         return status
     Minv, nu = d.Minv, d.nu_dot
     if mc > 0:
-        set_rows(m, d, q, vel, zero, False, ci, cp, co, cbuf, ccols)
+        set_rows(m, d, q, vel, zero, bool(False), ci, cp, co, cbuf, ccols)
         set_gather(nv, ci, co, cbuf, 0, Jc)
         set_gather(nv, ci, co, cbuf, 1, r0)
         for i in range(nv):

@@ -158,7 +158,7 @@ def _cross3(a0, a1, a2, b0, b1, b2):
     return a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0
 
 
-@kernel
+@njit(inline="always")
 def contact_rows(m, d, q, k, XF, R_f, p_f, dim, wa, kp, kd, e, JL, vel, nu_dot, derivatives,
                  R, p, J, Jq, dvq, daq, dan, a, cols, Jc, r, dr):
     """One contact at (q, vel, nu_dot), after the kinematics and EIDAmb's velocities: the frame's
@@ -168,8 +168,7 @@ def contact_rows(m, d, q, k, XF, R_f, p_f, dim, wa, kp, kd, e, JL, vel, nu_dot, 
     With derivatives R, p, J and Jq are not recomputed: the pipeline's pass at nu_dot = 0 (same q)
     set them.
     As frame_motion, only the frame's active columns of J, Jq, ..., dr are written (the others
-    are zero in the set's buffer and stay so). A kernel of its own (compiled once, called by
-    set_rows per contact): its body, with frame_motion's, is too large to inline at every use."""
+    are zero in the set's buffer and stay so); inlined into set_rows (one compiled call per set)."""
     nv = m.nv
     if not derivatives:             # with derivatives: the pose of the pass before, same q
         frame_pose_c(m, d, q, k, R_f, p_f, R, p, cols)
@@ -280,7 +279,10 @@ def terms_size(nv: int, dim: int) -> int:
 @kernel
 def set_rows(m, d, q, vel, nu_dot, derivatives, ipar, par, offs, buf, cols):
     """contact_rows for every contact of a set: ipar[i] = [k, dim, world_aligned, ncol], par[i] = [XF (36),
-    R_f (9), p_f (3), e (6), JL (36), Kp, Kd], outputs carved from buf[offs[i]:] (_carve_terms)."""
+    R_f (9), p_f (3), e (6), JL (36), Kp, Kd], outputs carved from buf[offs[i]:] (_carve_terms).
+    Its callers pass `derivatives` as bool(constant), a run-time flag: numba compiles a kernel once
+    per literal constant argument, and set_rows, with contact_rows inlined, takes ~35 s to compile
+    on 2 cores; the branch costs nothing next to a contact's rows."""
     for i in range(ipar.shape[0]):
         dim = ipar[i, 1]
         P = par[i]

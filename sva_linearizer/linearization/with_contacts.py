@@ -85,7 +85,7 @@ def contacts_pipeline(m, d, q, vel, tau, fset, fvec, cset, ws, out):
             for j in range(mf):
                 Bf[i, j] = BfT[j, i]
     if mc > 0:
-        set_rows(m, d, q, vel, nu, True, ci, cp, co, cbuf, ccols)
+        set_rows(m, d, q, vel, nu, bool(True), ci, cp, co, cbuf, ccols)   # bool(): a run-time flag (set_rows)
         set_gather(nv, ci, co, cbuf, 2, Ar)
         np.dot(Jc, AL, R2)                                      # Jc Minv (D + E) - Ar = -(Jc A_low + Ar)
         for r in range(mc):

@@ -1,7 +1,8 @@
 """Where a cold compile's time goes: `sva-linearizer compile --report`.
 
 Runs the warm-up of every compile group in a fresh process with an empty numba cache (a temporary
-folder), and records each compilation unit numba builds (one per dispatcher and signature) from
+folder), in that one process (SVA_LINEARIZER_COMPILE_JOBS=1: the CPU time of a compile, which
+`sva-linearizer compile` spreads over the machine's cores), and records each compilation unit numba builds (one per dispatcher and signature) from
 numba's events: its own time (nested compiles of the kernels it calls subtracted), the part of it
 spent holding the LLVM lock (LLVM's optimisation and machine-code generation, of the unit and of
 the kernels linked into it), the rest being numba's front end (bytecode analysis, typing, IR
@@ -98,7 +99,7 @@ def measure() -> dict:
     """Run _record in a fresh process on an empty numba cache; its measurements."""
     with tempfile.TemporaryDirectory(prefix="sva-linearizer-compile-report-") as folder:
         env = dict(os.environ, NUMBA_CACHE_DIR=folder, SVA_LINEARIZER_QUIET="1",
-                   SVA_LINEARIZER_COMPILE="wait")
+                   SVA_LINEARIZER_COMPILE="wait", SVA_LINEARIZER_COMPILE_JOBS="1")  # every unit here
         code = ("import json, sys; from sva_linearizer.tools.compile_report import _record; "
                 "json.dump(_record(), sys.stdout)")
         out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
