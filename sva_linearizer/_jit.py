@@ -24,6 +24,7 @@ replaced by `_route`, which returns the compiled code or the plain form.
 """
 from __future__ import annotations
 
+import atexit
 import os
 import sys
 import threading
@@ -31,7 +32,7 @@ import time
 
 import numpy as np
 
-from ._cache import DISPATCHERS, compile_running, is_warm, log_path, start_background_compile
+from ._cache import DISPATCHERS, GROUPS, compile_running, is_warm, log_path, start_background_compile
 from ._plain import plain_form
 
 HAVE_NUMBA = False
@@ -193,26 +194,67 @@ def _start_background(group: str) -> str:
     t = threading.Thread(target=_watch, args=(group, time.perf_counter()), daemon=True,
                          name=f"sva_linearizer-compile-{group}")
     _watchers[group] = t
+    if len(_watchers) == 1:
+        atexit.register(_launch_at_exit)
     t.start()
     return "compiling"
 
 
-POLL_S = 1.0   # how often a waiting process looks at another process's compile
+def _launch_at_exit() -> None:
+    """A process that ends while its groups still wait to compile (a one-shot command ends within
+    GATHER_S of its first call; a node stopped while another process compiles) leaves a background
+    compile of them behind, for the next process: if another compile holds the cache's lock, it
+    waits for it, then compiles what is still cold."""
+    with _launch_lock:
+        names = [g for g in GROUPS if _state.get(g) == "compiling" and not is_warm(g)
+                 and (_launches.get(g) is None or _launches[g].poll() is not None)]
+        if names:
+            proc = start_background_compile(names)
+            for g in names:
+                _launches[g] = proc
+
+
+POLL_S = 1.0     # how often a waiting process looks at another process's compile
+GATHER_S = 0.3   # a watcher waits this long before it starts a compile: the groups a first call
+                 # decides together (a call with contacts: core and contacts) compile together
+_launch_lock = threading.Lock()
+_launches: dict = {}   # group -> the background compile this process started for it
+
+
+def _launch(group: str):
+    """The background compile that compiles `group` for this process: the running one this process
+    started for it, else a new one for every group this process decided to compile in the
+    background and that is still cold (one process: its workers take the stages of all of them).
+    None: another process compiles into the cache now (wait for it); False: no compile could start."""
+    with _launch_lock:
+        proc = _launches.get(group)
+        if proc is not None and proc.poll() is None:
+            return proc
+        if compile_running():
+            return None
+        names = [g for g in GROUPS if g == group or (
+            _state.get(g) == "compiling" and not is_warm(g)
+            and (_launches.get(g) is None or _launches[g].poll() is not None))]
+        proc = start_background_compile(names)
+        for g in names:
+            _launches[g] = proc
+        return proc if proc is not None else False
 
 
 def _watch(group: str, t0: float) -> None:
     """Wait until the group is in the cache: compiled by a background process this one starts, or
     by one that another process started (a compile already running: its lock is held). Then
     load it and switch the group's calls to it."""
+    time.sleep(GATHER_S)
     while not is_warm(group):
-        if compile_running():      # another process compiles (this group or another): wait
+        proc = _launch(group)
+        if proc is None:           # another process compiles (this group or another): wait
             time.sleep(POLL_S)
             continue
-        proc = start_background_compile([group])
-        rc = proc.wait() if proc is not None else None
+        rc = proc.wait() if proc else None
         if not is_warm(group):
             _say(f"sva_linearizer: the background compile of the {group} kernels failed "
-                 f"({'it could not start' if proc is None else f'exit code {rc}'}; see {log_path()}); "
+                 f"({'it could not start' if proc is False else f'exit code {rc}'}; see {log_path()}); "
                  "they stay plain Python in this process")
             _state[group] = "plain"
             return

@@ -8,11 +8,13 @@ SVA_LINEARIZER_COMPILE=wait.
 
 ensure_compiled(group) compiles what the group's calls need by running its stages (WARMUP_STAGES)
 on two tiny models built in code (floating and fixed base): every kernel has the same argument
-types for them as for any URDF robot, so compiling for them compiles for all. It says so on stderr,
-one line per stage, only when numba really compiles (its "numba:compile" event fires on cache
-misses only), then leaves a marker beside numba's cache (_cache.is_warm). One process at a time
-compiles a cache folder (a file lock: the others wait, then load it). SVA_LINEARIZER_QUIET=1
-silences it.
+types for them as for any URDF robot, so compiling for them compiles for all. On a cold cache the
+stages first run in worker processes (compile_jobs() at once, each stage once the stages it comes
+`after` are in the cache: _compile_in_workers), then in this process, which loads what they
+compiled. It says so on stderr, one line per stage, only when something really compiles (numba's
+"numba:compile" event fires on cache misses only), then leaves a marker beside numba's cache
+(_cache.is_warm). One process at a time compiles a cache folder (a file lock: the others wait,
+then load it). SVA_LINEARIZER_QUIET=1 silences it.
 """
 from __future__ import annotations
 

@@ -99,24 +99,15 @@ def test_quiet_env_compiles_silently_and_no_jit_does_nothing(tmp_path):
 
 
 # stand-in stages for the compile spread over worker processes: each compiles a kernel of its own
-# and logs (stage, pid, start, end); "c" comes after "a" and "b"; "bad" fails in its workers only
+# (k1..k4: numba caches kernels of a module file) and logs (stage, pid, start, end, signatures);
+# "ccc" comes after "a" and "bb"; "bad" fails in its workers only
+KERNELS = "".join(f"@njit\ndef k{i}(x):\n    return x + {i}\n" for i in range(1, 5))
 STAGES = r"""
 import json, os, sys, time
 import sva_linearizer.warmup as j
 from sva_linearizer._jit import njit
 LOG = os.environ["STAGE_LOG"]
-@njit
-def k1(x):
-    return x + 1
-@njit
-def k2(x):
-    return x + 2
-@njit
-def k3(x):
-    return x + 3
-@njit
-def k4(x):
-    return x + 4
+""" + KERNELS + r"""
 def make(name, fails_in_worker=False):
     kernel = (k1, k2, k3, k4)[len(name) - 1]
     def run():
@@ -218,6 +209,73 @@ def test_cold_group_answers_from_the_plain_form_then_switches(tmp_path):
     assert out["ok"] and out["loaded"] == [42] and out["told"] == ["core"]
     assert out["second"] == 3 and out["state"] == "ready" and out["compiled"] == 1
     assert "are in use" in r.stderr
+
+
+GATHER = r"""
+import json, threading, time
+import sva_linearizer._jit as j
+done = threading.Event()
+class Proc:                                        # stands in for the background compile process
+    def poll(self):
+        return 0 if done.is_set() else None
+    def wait(self):
+        done.wait()
+        return 0
+started = []
+j.start_background_compile = lambda groups: started.append(list(groups)) or Proc()
+j.is_warm = lambda group="core": done.is_set() and any(group in s for s in started)
+j.compile_running = lambda: False
+j.set_compiler(None, lambda group: None)
+states = [j._compiled("contacts"), j._compiled("core")]   # one call decides both, as a call with contacts
+time.sleep(3 * j.GATHER_S)
+first = [list(s) for s in started]
+done.set()
+print(json.dumps({"states": states, "first": first, "started": started,
+                  "ok": [j.wait_until_compiled(g, timeout=30) for g in ("core", "contacts")]}))
+"""
+
+
+@needs_numba
+def test_groups_decided_together_compile_in_one_background_process(tmp_path):
+    """The groups a process decides to compile in the background within GATHER_S of each other
+    (a first call with contacts decides core and contacts) go to one background process, whose
+    workers take the stages of both: not one process per group, one after the other."""
+    r = subprocess.run([sys.executable, "-c", GATHER], capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"),
+                                SVA_LINEARIZER_COMPILE="background"))
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["states"] == [False, False] and out["ok"] == [True, True]
+    assert out["first"] == [["core", "contacts"]] and out["started"] == out["first"]
+
+
+ONE_SHOT = r"""
+import sys
+import sva_linearizer._jit as j
+import fake_kernel
+j.start_background_compile = lambda groups: open(sys.argv[1], "w").write(",".join(groups)) and None
+j.is_warm = lambda group="core": False
+j.compile_running = lambda: sys.argv[2] == "another compile runs"
+print(fake_kernel.plus_one(1))                     # then the process ends at once
+"""
+
+
+@needs_numba
+@pytest.mark.parametrize("other", ["no other compile", "another compile runs"])
+def test_a_process_that_ends_at_once_still_starts_the_compile(tmp_path, other):
+    """A one-shot command (`sva-linearizer linearize`) ends within GATHER_S of its first call,
+    before its watcher would start the background compile, and a node may be stopped while
+    another process compiles (its watcher waiting for that one): the compile of its cold groups
+    starts as the process exits (waiting for the cache's lock, if another compile holds it)."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "fake_kernel.py").write_text(KERNEL)
+    started = tmp_path / "started"
+    r = subprocess.run([sys.executable, "-c", ONE_SHOT, str(started), other], capture_output=True,
+                       text=True, timeout=120, env=dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"),
+                                                        PYTHONPATH=str(src), SVA_LINEARIZER_COMPILE="background"))
+    assert r.returncode == 0 and r.stdout.split() == ["2"], r.stderr
+    assert started.read_text() == "core"
 
 
 HOLD = ("import sys, time, sva_linearizer, sva_linearizer._cache as c; "
@@ -450,3 +508,18 @@ def test_compile_status_on_a_cold_cache(tmp_path):
     assert r.returncode == 1 and r.stdout.startswith(
         "core: cold, batch: cold, contacts: cold, contacts_batch: cold, second_order: cold (cache: ")
     assert str(tmp_path) in r.stdout and r.stderr == ""
+
+
+def test_compile_jobs_reads_its_variable(monkeypatch):
+    """SVA_LINEARIZER_COMPILE_JOBS: a whole number (at least 1); unset: the usable CPUs, at most 8."""
+    from sva_linearizer import warmup
+
+    monkeypatch.setenv(warmup.JOBS_ENV, "3")
+    assert warmup.compile_jobs() == 3
+    monkeypatch.setenv(warmup.JOBS_ENV, "0")
+    assert warmup.compile_jobs() == 1
+    monkeypatch.setenv(warmup.JOBS_ENV, "two")
+    with pytest.raises(ValueError, match="SVA_LINEARIZER_COMPILE_JOBS must be a whole number"):
+        warmup.compile_jobs()
+    monkeypatch.delenv(warmup.JOBS_ENV)
+    assert 1 <= warmup.compile_jobs() <= min(8, os.cpu_count() or 1)
