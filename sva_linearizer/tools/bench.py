@@ -38,6 +38,15 @@ from .profile import machine_line, random_states
 DEFAULT_ROBOTS = ("solo12", "anymal_c", "icub", "g1_29dof")
 
 
+def _require_pinocchio() -> None:
+    """The bench's reference: a ValueError naming what to install when Pinocchio is missing."""
+    try:
+        import pinocchio  # noqa: F401
+    except ImportError:
+        raise ValueError("bench needs Pinocchio as the reference: pip install pin "
+                         "example-robot-data (or '.[test]')") from None
+
+
 def _timings_us(fns, repeat, number):
     """For each function, `repeat` timings (mean time of `number` calls, in microseconds). The
     functions take turns within every run, so that the machine's slow and fast spells (shared
@@ -338,11 +347,7 @@ def bench_contacts_robot(name, batch=128, repeat=15, number=20, seed=0):
 
 def run_contacts(robots=DEFAULT_CONTACT_ROBOTS, batch=128, repeat=15, number=20, out=print):
     """The contact rows (bench_contacts_robot per robot), printed as a table of their own."""
-    try:
-        import pinocchio  # noqa: F401
-    except ImportError:
-        raise ValueError("bench needs Pinocchio as the reference: pip install pin "
-                         "example-robot-data (or '.[test]')") from None
+    _require_pinocchio()
     from sva_linearizer.linearization import num_threads
 
     out(f"with contacts (rigid, KKT): linearize(contacts=) vs Pinocchio constraintDynamics + "
@@ -473,11 +478,7 @@ def bench_second_order_robot(name, repeat=15, number=5, seed=0, h=1e-6):
 
 def run_second_order(robots=DEFAULT_SECOND_ORDER_ROBOTS, repeat=15, number=5, flops=True, out=print):
     """The second-order rows (bench_second_order_robot per robot), printed as a table of their own."""
-    try:
-        import pinocchio  # noqa: F401
-    except ImportError:
-        raise ValueError("bench needs Pinocchio as the reference: pip install pin "
-                         "example-robot-data (or '.[test]')") from None
+    _require_pinocchio()
     out("second-order derivatives of inverse dynamics: extended_inverse_dynamics_second_derivatives "
         "(d2tau/dq2, d2tau/dnu2, d2tau/dq dnu, dM/dq) vs central differences of Pinocchio's "
         "computeRNEADerivatives")
@@ -564,11 +565,7 @@ def startup(name, side="ours", cold=False, timeout=900):
 
 
 def run(robots=DEFAULT_ROBOTS, batch=128, repeat=15, number=20, cold=True, out=print):
-    try:
-        import pinocchio  # noqa: F401
-    except ImportError:
-        raise ValueError("bench needs Pinocchio as the reference: pip install pin "
-                         "example-robot-data (or '.[test]')") from None
+    _require_pinocchio()
     from sva_linearizer.linearization import num_threads
 
     rows = []
