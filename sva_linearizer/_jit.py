@@ -7,8 +7,8 @@ as ordinary Python: the same numbers, only slower.
 
 With numba, each kernel belongs to a compile group ("core": one state; "batch": linearize_batch's
 parallel kernel; "contacts": frames and contacts; "contacts_batch": linearize_batch with contacts;
-"second_order": the second-order derivatives of inverse dynamics;
-a module sets COMPILE_GROUP, njit's `group=` overrides it). The first time a process calls a
+"second_order": the second-order derivatives of inverse dynamics; PLAIN_ONLY: kernels never
+compiled; a module sets COMPILE_GROUP, njit's `group=` overrides it). The first time a process calls a
 kernel of a group from Python, the group's state is decided (`compile_policy`):
   * its compiled code is in numba's cache (is_warm): it is loaded and used;
   * otherwise, by default ("background"), the group compiles in a background process that fills
@@ -52,6 +52,11 @@ else:
 # floating-point contraction only: a * b + c may become one fused multiply-add (one rounding
 # instead of two). No reassociation, and never 'nnan'/'ninf': the finiteness checks rely on NaN.
 FASTMATH = {"contract"}
+
+# The group of kernels that always run as plain Python: a process calls them once or twice (the
+# model check at load time: milliseconds in plain Python), so compiling them would cost every
+# machine seconds of CPU time for nothing.
+PLAIN_ONLY = "plain_only"
 
 
 def njit(fn=None, *, parallel=False, inline="never", group=None):
@@ -155,6 +160,8 @@ def _say(text: str) -> None:
 
 def _compiled(group: str) -> bool:
     """Whether calls of the group's kernels take compiled code now (deciding it on first use)."""
+    if group == PLAIN_ONLY:
+        return False
     st = _state.get(group)
     if st is None:
         st = _decide(group)

@@ -27,7 +27,7 @@ from typing import Callable, NamedTuple
 
 from ._cache import (DISPATCHERS, GROUPS, FileLock, cache_dirs, cache_matches, claim_cache, is_warm,
                      write_markers)
-from .algorithms import (articulated_pivots, extended_inverse_dynamics, extended_inverse_dynamics_derivatives,
+from .algorithms import (extended_inverse_dynamics, extended_inverse_dynamics_derivatives,
                          extended_inverse_dynamics_second_derivatives, forward_dynamics,
                          inverse_mass_matrix, mass_matrix, rneamb)
 from .algorithms.contact_rows import Contact
@@ -75,11 +75,10 @@ def _say(text, end="\n"):
         pass
 
 
-def _tiny_model(floating, checked=True):
+def _tiny_model(floating):
     """A 3-joint tree (revolute, prismatic, a branch at the base) built in code: every kernel has
     the same argument types for it as for any URDF robot, so compiling for it compiles for all.
-    checked: marked as validated (it is sound), so that its first use does not run the model check,
-    whose kernels compile in a stage of their own (_stage_checks)."""
+    (Its model check, at first use, runs as plain Python: articulated.pivots_entry.)"""
     import numpy as np
 
 
@@ -92,7 +91,6 @@ def _tiny_model(floating, checked=True):
                inertia=link)
     m.add_body("c", None, Joint.revolute((1.0, 0.0, 0.0)), placement=(np.eye(3), (-0.1, 0.0, 0.0)),
                inertia=link)
-    m._validated = checked
     return m
 
 
@@ -116,17 +114,6 @@ def _tiny_states():
         q, v, tau = _tiny_state(m)
         out.append((m, State.from_vectors(m, q, v), tau))
     return out
-
-
-def _stage_checks():
-    import numpy as np
-
-    for floating in (True, False):
-        m = _tiny_model(floating, checked=False)
-        q, v, _ = _tiny_state(m)
-        State.from_vectors(m, q, v)
-        Data(m)
-        articulated_pivots(m, np.zeros(m.nj))      # the check of every URDF model at load time
 
 
 def _stage_inverse_dynamics():
@@ -268,7 +255,6 @@ WARMUP_STAGES = [
     Stage("core", DISCRETE, _stage_discrete, (LINEARIZE,)),
     Stage("contacts", CONTACTS, _stage_contacts, (LINEARIZE, DISCRETE, CONSTRAINED, ID_DERIVATIVES)),
     Stage("contacts_batch", "linearize_batch with contacts (parallel)", _stage_contacts_batch, (CONTACTS,)),
-    Stage("core", "the model check (articulated-body pivots)", _stage_checks),
     Stage("contacts", "frames", _stage_frames, (ID,)),
     Stage("second_order", "second-order derivatives of inverse dynamics", _stage_second_order, (ID,)),
     Stage("batch", "linearize_batch (parallel), with and without dt", _stage_batch, (LINEARIZE, DISCRETE)),

@@ -266,6 +266,34 @@ def test_max_rate_limits_by_stamp():
     assert rb.count() == 5 and rb.node.rejected["rate_limited"] == 45
 
 
+def test_plain_kernels_take_a_bounded_share_of_a_core(monkeypatch):
+    """While the kernels compile in the background (plain Python), the node skips the joint states
+    that come before its last linearization's time / PLAIN_DUTY has passed; compiled, it takes
+    each. A clock that advances 10 ms at each reading makes each linearization take 10 ms."""
+    import types
+
+    import sva_linearizer.ros.node as node_module
+
+    now = [100.0]
+
+    def perf_counter():
+        now[0] += 0.01
+        return now[0]
+
+    rb = Robot({"robot": "ur5", "warn_period": 0})
+    monkeypatch.setattr(node_module, "time", types.SimpleNamespace(perf_counter=perf_counter))
+    monkeypatch.setattr(node_module, "group_state", lambda group: "compiling")
+    for _ in range(20):
+        rb.send()
+    computed = rb.count()
+    assert 20 * node_module.PLAIN_DUTY <= computed <= 20 * 0.4
+    assert rb.node.rejected["while_compiling"] == 20 - computed
+    monkeypatch.setattr(node_module, "group_state", lambda group: "ready")
+    for _ in range(10):
+        rb.send()
+    assert rb.count() >= computed + 9      # at most one skipped: the last plain linearization's window
+
+
 def test_ignore_unknown_joints_parameter():
     rb = Robot({"robot": "ur5", "warn_period": 0, "ignore_unknown_joints": True})
     x = rb.state()

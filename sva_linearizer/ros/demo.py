@@ -143,7 +143,10 @@ def run_demo(seconds=5.0, robot=None, rate=100.0, startup_timeout=120.0, out=Non
     weight = None
     if feet:
         import sva_linearizer as sl
+        from sva_linearizer._jit import decide_groups
         from sva_linearizer.robots import load_robot
+
+        decide_groups("core", "contacts")   # a cold cache: the node's kernels compile in one process
 
         model = load_robot(robot)
         # the base's gravity wrench at rest, level: its z force is the robot's weight
