@@ -159,20 +159,18 @@ def _cross3(a0, a1, a2, b0, b1, b2):
 
 
 @njit(inline="always")
-def contact_rows(m, d, q, k, XF, R_f, p_f, dim, wa, kp, kd, e, JL, vel, nu_dot, derivatives,
-                 R, p, J, Jq, dvq, daq, dan, a, cols, Jc, r, dr):
-    """One contact at (q, vel, nu_dot), after the kinematics and EIDAmb's velocities: the frame's
-    pose R, p, J, Jq (frames.frame_motion), the constraint rows Jc (dim x nv), the residual r (dim,)
-    in the contact's reference frame and with derivatives dr = dr/dz at fixed nu_dot (dim x 2nv;
-    module docstring). e: the Baumgarte error (zero without an anchor), JL: Jlog6(e) (6d).
-    With derivatives R, p, J and Jq are not recomputed: the pipeline's pass at nu_dot = 0 (same q)
-    set them.
-    As frame_motion, only the frame's active columns of J, Jq, ..., dr are written (the others
-    are zero in the set's buffer and stay so); inlined into set_rows (one compiled call per set)."""
+def contact_rows(m, d, ncol, dim, wa, kp, kd, e, JL, vel, derivatives, R, J, Jq, dvq, daq, dan, a,
+                 cols, Jc, r, dr):
+    """One contact's constraint rows Jc (dim x nv), its residual r (dim,) in the contact's
+    reference frame and with derivatives dr = dr/dz at fixed nu_dot (dim x 2nv; module
+    docstring), from its frame's pose R and motion (J, Jq, a; with derivatives dvq, daq, dan: the
+    ncol active columns cols of frames.frame_motion at the same state). e: the Baumgarte error
+    (zero without an anchor), JL: Jlog6(e) (6d).
+    As frame_motion, only the frame's active columns of dr are written (the others are zero in
+    the set's buffer and stay so). set_rows inlines frame_pose_c, frame_motion and this, one
+    after the other: numba copies an inlined function's IR at its call site, at a cost that grows
+    with its blocks x variables, so nesting frame_motion inside this would copy it twice."""
     nv = m.nv
-    if not derivatives:             # with derivatives: the pose of the pass before, same q
-        frame_pose_c(m, d, q, k, R_f, p_f, R, p, cols)
-    ncol = frame_motion(m, d, k, XF, vel, nu_dot, derivatives, J, Jq, dvq, daq, dan, a, cols)
     vF = d.t6[6]                                                 # scratch rows of the workspace
     for i in range(6):
         vF[i] = 0.0
@@ -278,8 +276,9 @@ def terms_size(nv: int, dim: int) -> int:
 
 @kernel
 def set_rows(m, d, q, vel, nu_dot, derivatives, ipar, par, offs, buf, cols):
-    """contact_rows for every contact of a set: ipar[i] = [k, dim, world_aligned, ncol], par[i] = [XF (36),
-    R_f (9), p_f (3), e (6), JL (36), Kp, Kd], outputs carved from buf[offs[i]:] (_carve_terms).
+    """For every contact of a set, its frame's pose (frame_pose_c) and motion (frame_motion), then
+    contact_rows: ipar[i] = [k, dim, world_aligned, ncol], par[i] = [XF (36), R_f (9), p_f (3),
+    e (6), JL (36), Kp, Kd], outputs carved from buf[offs[i]:] (_carve_terms).
     Its callers pass `derivatives` as bool(constant), a run-time flag: numba compiles a kernel once
     per literal constant argument, and set_rows, with contact_rows inlined, takes ~35 s to compile
     on 2 cores; the branch costs nothing next to a contact's rows."""
@@ -287,9 +286,13 @@ def set_rows(m, d, q, vel, nu_dot, derivatives, ipar, par, offs, buf, cols):
         dim = ipar[i, 1]
         P = par[i]
         R, p, J, Jq, dvq, daq, dan, a, Jc, r, dr = _carve_terms(m.nv, dim, buf, offs[i])
-        contact_rows(m, d, q, ipar[i, 0], carve_view(P, 0, (6, 6)), carve_view(P, 36, (3, 3)), P[45:48],
-                     dim, ipar[i, 2] != 0, P[90], P[91], P[48:54], carve_view(P, 54, (6, 6)), vel,
-                     nu_dot, derivatives, R, p, J, Jq, dvq, daq, dan, a, cols[i], Jc, r, dr)
+        k, ci = ipar[i, 0], cols[i]
+        if not derivatives:             # with derivatives: the pose of the pass before, same q
+            frame_pose_c(m, d, q, k, carve_view(P, 36, (3, 3)), P[45:48], R, p, ci)
+        ncol = frame_motion(m, d, k, carve_view(P, 0, (6, 6)), vel, nu_dot, derivatives, J, Jq, dvq, daq,
+                            dan, a, ci)
+        contact_rows(m, d, ncol, dim, ipar[i, 2] != 0, P[90], P[91], P[48:54], carve_view(P, 54, (6, 6)),
+                     vel, derivatives, R, J, Jq, dvq, daq, dan, a, ci, Jc, r, dr)
 
 
 @njit
