@@ -183,7 +183,7 @@ def frame_motion(m, d, k, XF, vel, nu_dot, derivatives, J, Jq, dvq, daq, dan, a,
       da_F/dv_0 = -u x J[:, 0:6] (the v x Gamma r terms of a_F, each transported to F).
     Nothing is allocated (cols holds the path's bodies until each is replaced by its joint's
     column); inlined into its callers: a compiled call per contact (even on the two buffers, as a
-    `layout.kernel`) makes a linearization with four contacts 2-5% slower, for ~70 s less CPU
+    `layout.kernel`) makes a linearization with four contacts 2-8% slower, for ~70 s less CPU
     time in the contacts group's compile (docs/performance.md)."""
     vidx, Xup, S, Sig = m.vidx, d.Xup, d.S, d.Sig
     off = 6 if m.floating else 0

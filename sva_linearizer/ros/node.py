@@ -75,7 +75,7 @@ QOS_OUTPUT = dict(reliable=True, transient_local=False, depth=10)
 # While numba compiles the kernels in a background process and they run as plain Python, the
 # node's linearizations take at most this share of one core's time: it skips the joint states
 # that arrive before then, so that the compile gets the rest of the machine and the node reaches
-# full speed sooner (about 6 Hz with a quadruped's four contacts on a 2.5 GHz core).
+# full speed sooner (about 7 Hz with a quadruped's four contacts on a 2.5 GHz core).
 PLAIN_DUTY = 0.25
 
 
