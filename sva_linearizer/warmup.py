@@ -263,9 +263,8 @@ WARMUP_STAGES = [
 
 
 def _stages(group=None) -> list:
-    """WARMUP_STAGES as Stage tuples (a plain (group, name, run) tuple has no `after`), of one group."""
-    out = [s if isinstance(s, Stage) else Stage(*s) for s in WARMUP_STAGES]
-    return out if group is None else [s for s in out if s.group == group]
+    """WARMUP_STAGES, or those of one group."""
+    return list(WARMUP_STAGES) if group is None else [s for s in WARMUP_STAGES if s.group == group]
 
 
 class _Progress:

@@ -33,7 +33,7 @@ def stage():
     inner.append(j.ensure_compiled()["status"])   # a call from inside the warm-up returns at once
     fake_kernel.plus_one(1)                        # compiles on a cold cache, loads on a warm one
     time.sleep(float(sys.argv[1]))
-j.WARMUP_STAGES[:] = [("core", "stand-in stage", stage)]
+j.WARMUP_STAGES[:] = [j.Stage("core", "stand-in stage", stage)]
 res = []
 ts = [threading.Thread(target=lambda: res.append(j.ensure_compiled()["status"])) for _ in range(4)]
 for t in ts: t.start()
