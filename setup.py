@@ -27,6 +27,7 @@ setup(
         "fast": ["numba>=0.55"],                      # compiled kernels (same functions, faster)
         "dds": ["cyclonedds>=0.10.2"],                # ROS 2 wire protocol without a ROS 2 install
         "plot": ["matplotlib>=3.5"],                  # `sva-linearizer plot`
+        "robots": ["example-robot-data>=4.1"],        # robots by name (--robot solo12, ur5, ...)
         "test": ["pytest>=7", "pin>=3.0", "example-robot-data>=4.1", "rosbags>=0.9.15", "matplotlib>=3.5"],
         # tests only: ROS 2 Kilted community wheels (Python 3.11) as a real ROS 2 peer, and colcon;
         # on a robot, rclpy comes from the ROS 2 distribution instead

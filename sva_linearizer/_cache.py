@@ -8,7 +8,11 @@ invalidates an entry only when the kernel's own file changes; a pipeline's machi
 holds the kernels it calls from other files. So the cache as a whole is stamped with a key over
 every kernel file (cache_key), a cache of another key is emptied before it is filled again
 (claim_cache), and each compile group that has been compiled completely leaves a marker
-(`sva_linearizer.compiled-<group>.json`) carrying that key (is_warm).
+(`sva_linearizer.compiled-<group>.json`) carrying that key (is_warm). A group whose compile failed
+leaves `sva_linearizer.failed-<group>.json` with that key, the failed stage and the error
+(write_failure, failure): no process starts that compile again for the same key, and an explicit
+`sva-linearizer compile` clears it. The background compile runs in a child process that imports
+this copy of the package (_child), whatever the working directory holds.
 """
 from __future__ import annotations
 
@@ -19,11 +23,14 @@ import subprocess
 import sys
 import time
 
+from ._child import python_command
+
 # every dispatcher made by _jit.njit, in definition order
 DISPATCHERS: list = []
 
 GROUPS = ("core", "batch", "contacts", "contacts_batch", "second_order")
 MARKER_NAME = "sva_linearizer.compiled-{group}.json"
+FAILED_NAME = "sva_linearizer.failed-{group}.json"
 KEY_MARKER = "sva_linearizer.cache-key.json"
 LOCK_NAME = "sva_linearizer.compile.lock"
 
@@ -32,7 +39,7 @@ LOCK_NAME = "sva_linearizer.compile.lock"
 KERNEL_FOLDERS = ("", "algorithms", "linearization")
 # modules of the kernel folders that no kernel reads (drivers of the library, run in Python only,
 # and every folder's __init__.py): editing them leaves the compiled cache valid
-PYTHON_ONLY = frozenset({"_cache.py", "cli.py", "robots.py", "urdf.py"})
+PYTHON_ONLY = frozenset({"_cache.py", "_child.py", "cli.py", "robots.py", "urdf.py"})
 
 
 def _sources():
@@ -160,6 +167,61 @@ def write_markers(group, seconds):
             pass
 
 
+def _package_version() -> str:
+    try:
+        from importlib.metadata import version
+        return version("sva_linearizer")
+    except Exception:  # noqa: BLE001 - not installed as a distribution (a bare checkout)
+        return "unknown"
+
+
+def write_failure(group: str, stage: str, error: str) -> None:
+    """Remember that the group's compile failed for the current cache key: `stage` is the warm-up
+    stage (or the process) that failed, `error` the exception's last line. Later processes find it
+    (failure) and keep the group's plain forms instead of compiling again; a new cache key (another
+    version of the package, numba or Python) or an explicit `sva-linearizer compile` tries again."""
+    key = cache_key()
+    for folder in cache_dirs():
+        try:
+            os.makedirs(folder, exist_ok=True)
+            name = os.path.join(folder, FAILED_NAME.format(group=group))
+            tmp = f"{name}.{os.getpid()}.tmp"
+            with open(tmp, "w") as fh:
+                json.dump({"key": key, "stage": stage, "error": error, "version": _package_version(),
+                           "time": time.time()}, fh)
+            os.replace(tmp, name)
+        except OSError:
+            pass
+
+
+def failure(group: str) -> dict | None:
+    """The group's failure record ({"stage", "error", "version", "time"}) for the current cache
+    key, or None when its compile has not failed since the sources last changed."""
+    key = cache_key()
+    for folder in cache_dirs():
+        try:
+            with open(os.path.join(folder, FAILED_NAME.format(group=group))) as fh:
+                record = json.load(fh)
+        except (OSError, ValueError):
+            continue
+        if isinstance(record, dict) and record.get("key") == key:
+            return record
+    return None
+
+
+def failure_reason(record: dict) -> str:
+    """One line: the failed stage and the error."""
+    return f"{record.get('stage', '?')}: {record.get('error', '?')}"
+
+
+def clear_failure(group: str) -> None:
+    for folder in cache_dirs():
+        try:
+            os.remove(os.path.join(folder, FAILED_NAME.format(group=group)))
+        except OSError:
+            pass
+
+
 class FileLock:
     """An exclusive lock across processes (fcntl; a no-op where it is missing)."""
 
@@ -246,10 +308,11 @@ def compile_running() -> bool:
 
 
 def start_background_compile(group_names) -> subprocess.Popen | None:
-    """Start the warm-up's main (sva_linearizer.warmup.main) on the groups in a session of its own (it outlives this
-    process: a command that exits after its first result leaves the compile running, and the next
-    process finds the cache warm). The groups' file lock makes concurrent requests from several
-    processes compile once. None when it cannot be started."""
+    """Start the warm-up's main (sva_linearizer.warmup.main) on the groups in a session of its own (it
+    outlives this process: a command that exits after its first result leaves the compile running,
+    and the next process finds the cache warm). The child imports this copy of the package
+    (_child.python_command), whatever the working directory holds. The cache's file lock makes
+    concurrent requests from several processes compile once. None when it cannot be started."""
     path = log_path()
     try:
         if path is not None:
@@ -258,7 +321,7 @@ def start_background_compile(group_names) -> subprocess.Popen | None:
     except OSError:
         log = subprocess.DEVNULL
     try:
-        return subprocess.Popen([sys.executable, "-c", _BACKGROUND_MAIN, *group_names],
+        return subprocess.Popen(python_command(_BACKGROUND_MAIN, *group_names),
                                 stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                                 start_new_session=True, close_fds=True)
     except OSError:

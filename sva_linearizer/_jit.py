@@ -17,7 +17,10 @@ kernel of a group from Python, the group's state is decided (`compile_policy`):
     compile is done, a thread of this process loads the compiled kernels (the loader given to
     `set_compiler`), and from then on the calls run compiled; `on_ready` callbacks are told;
   * SVA_LINEARIZER_COMPILE=wait compiles the group in the calling process before the call
-    (`set_compiler`: the warm-up, with progress); =never keeps the plain forms.
+    (`set_compiler`: the warm-up, with progress); =never keeps the plain forms;
+  * a compile of the group that failed for the current sources (_cache.failure: a stage raised,
+    or the compiling process ended without compiling it) is not started again: the plain forms
+    answer, said once; `sva-linearizer compile` (or another version of the package) tries again.
 How the call is routed: numba's dispatcher, called from Python with argument types it has no
 machine code for, asks its `_compile_for_args`; each of the package's dispatchers has that
 replaced by `_route`, which returns the compiled code or the plain form.
@@ -32,7 +35,8 @@ import time
 
 import numpy as np
 
-from ._cache import DISPATCHERS, GROUPS, compile_running, is_warm, log_path, start_background_compile
+from ._cache import (DISPATCHERS, GROUPS, compile_running, failure, failure_reason, is_warm, log_path,
+                     start_background_compile, write_failure)
 from ._plain import plain_form
 
 HAVE_NUMBA = False
@@ -143,6 +147,11 @@ def mark_ready(group: str) -> None:
     _state[group] = "ready"
 
 
+def mark_plain(group: str) -> None:
+    """The group's calls take the plain forms from now on (its compile failed)."""
+    _state[group] = "plain"
+
+
 def set_loading(group: str) -> None:
     """Calls of the group's kernels compile (or load) their machine code now: the warm-up's."""
     _state[group] = "loading"
@@ -178,6 +187,11 @@ def _decide(group: str) -> str:
             st = "plain"
         elif is_warm(group):
             st = "ready"
+        elif (failed := failure(group)) is not None:
+            _say(f"sva_linearizer: the compile of the {group} kernels failed on this machine "
+                 f"({failure_reason(failed)}); they run as plain Python. `sva-linearizer compile` "
+                 "tries again")
+            st = "plain"
         elif policy == "wait" and _compiler is not None:
             st = "loading"                     # calls of the group's kernels compile themselves
         else:
@@ -189,8 +203,9 @@ def _decide(group: str) -> str:
         try:
             _compiler(group)
         finally:
-            _state[group] = "ready"
-        return "ready"
+            if _state.get(group) != "plain":   # a failed compile leaves the plain forms
+                _state[group] = "ready"
+        return _state[group]
     return st
 
 
@@ -260,9 +275,18 @@ def _watch(group: str, t0: float) -> None:
             continue
         rc = proc.wait() if proc else None
         if not is_warm(group):
+            # the compiling process says what failed (_cache.write_failure); a process that could
+            # not start or ended without a word is remembered here, so that no later process starts
+            # it again in a loop
+            failed = failure(group)
+            if failed is None:
+                how = ("it could not start" if proc is False
+                       else f"it ended with exit code {rc} without compiling the {group} kernels")
+                write_failure(group, "the background compile", how)
+                failed = failure(group) or {"stage": "the background compile", "error": how}
             _say(f"sva_linearizer: the background compile of the {group} kernels failed "
-                 f"({'it could not start' if proc is False else f'exit code {rc}'}; see {log_path()}); "
-                 "they stay plain Python in this process")
+                 f"({failure_reason(failed)}; log {log_path()}); they stay plain Python. "
+                 "`sva-linearizer compile` tries again")
             _state[group] = "plain"
             return
     _state[group] = "loading"

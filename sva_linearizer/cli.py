@@ -213,7 +213,7 @@ def cmd_linearize(args):
 
 
 def cmd_compile(args):
-    from ._cache import GROUPS, cache_dirs, is_warm
+    from ._cache import GROUPS, cache_dirs, failure, failure_reason, is_warm
     from ._jit import HAVE_NUMBA
     from .warmup import ensure_compiled
 
@@ -230,9 +230,15 @@ def cmd_compile(args):
         return 0
     if args.status:
         warm = {g: is_warm(g) for g in GROUPS}
-        print(", ".join(f"{g}: {'warm' if w else 'cold'}" for g, w in warm.items())
+        failed = {g: failure(g) for g in GROUPS if not warm[g]}
+        failed = {g: f for g, f in failed.items() if f is not None}
+        print(", ".join(f"{g}: {'warm' if w else 'failed' if g in failed else 'cold'}" for g, w in warm.items())
               + f" (cache: {', '.join(cache_dirs())})")
-        return 0 if all(warm.values()) else 1
+        for g, f in failed.items():
+            print(f"{g}: failed: {failure_reason(f)} (package {f.get('version', '?')}, "
+                  f"{time.strftime('%Y-%m-%d %H:%M', time.localtime(f.get('time', 0)))}); its kernels run as "
+                  "plain Python; `sva-linearizer compile` tries again")
+        return 3 if failed else 0 if all(warm.values()) else 1
     r = ensure_compiled("all", verbose=True, force=True)
     if r["failures"]:
         print("sva-linearizer compile: failed stages:\n  " + "\n  ".join(r["failures"]), file=sys.stderr)
@@ -314,8 +320,9 @@ def build_parser():
                                     "warm). Without it, the first call of a kernel group starts its compile "
                                     "in a background process and runs the same kernels as plain Python "
                                     "until it is done (SVA_LINEARIZER_COMPILE=wait: compile first).")
-    cp.add_argument("--status", action="store_true", help="only say whether the cache is warm (exit 0) or "
-                                                          "cold (exit 1), and where it is")
+    cp.add_argument("--status", action="store_true",
+                    help="only say whether the cache is warm (exit 0), cold (exit 1) or holds a failed compile "
+                         "(exit 3, with the failed stage and error), and where it is")
     cp.add_argument("--report", action="store_true",
                     help="measure a cold compile in an empty cache (a fresh process; the cache in use is "
                          "untouched): per compilation unit, numba's front end against LLVM, and how many "

@@ -25,8 +25,9 @@ import time
 import types
 from typing import Callable, NamedTuple
 
-from ._cache import (DISPATCHERS, GROUPS, FileLock, cache_dirs, cache_matches, claim_cache, is_warm,
-                     write_markers)
+from ._cache import (DISPATCHERS, GROUPS, FileLock, cache_dirs, cache_matches, claim_cache, clear_failure,
+                     is_warm, write_failure, write_markers)
+from ._child import python_command
 from .algorithms import (extended_inverse_dynamics, extended_inverse_dynamics_derivatives,
                          extended_inverse_dynamics_second_derivatives, forward_dynamics,
                          inverse_mass_matrix, mass_matrix, rneamb)
@@ -37,7 +38,7 @@ from .joints import Joint
 from .linearization import linearize, linearize_batch
 from .model import Inertia, Model
 from .state import State
-from ._jit import COMPILE_ENV, HAVE_NUMBA, QUIET_ENV, mark_ready, set_compiler, set_loading
+from ._jit import COMPILE_ENV, HAVE_NUMBA, QUIET_ENV, mark_plain, mark_ready, set_compiler, set_loading
 
 # the progress message's estimates (seconds of CPU time, fastest-slowest) of a cold compile on a
 # shared 2-core machine with numba 0.68 (`sva-linearizer compile --report`); `compile` spreads them
@@ -60,7 +61,8 @@ if HAVE_NUMBA:
         _event = None
 _HAVE_EVENTS = _event is not None
 _DONE_RESULTS = {st: types.MappingProxyType({"status": st, "seconds": 0.0, "cache_dirs": [], "failures": []})
-                 for st in ("warm", "skipped")}
+                 for st in ("warm", "skipped", "failed")}
+_STATUS_ORDER = ("failed", "warm", "skipped")   # the status of several groups: the first that applies
 
 
 def _quiet():
@@ -329,8 +331,14 @@ class _Progress:
 _progress = None  # the running warm-up's _Progress (set while _warming_thread is)
 
 
+def _last_line(e: BaseException) -> str:
+    """'Type: the last line of the message' of an exception."""
+    lines = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {lines[-1].strip()}" if lines else type(e).__name__
+
+
 def _warm_up(group, progress):
-    """Run the group's stages; returns (seconds, failures as 'stage: error' strings)."""
+    """Run the group's stages; returns (seconds, failures as (stage, 'Type: last line') pairs)."""
     t0 = time.perf_counter()
     failures = []
     stages = [(s.name, s.run) for s in _stages(group)]
@@ -341,9 +349,9 @@ def _warm_up(group, progress):
         try:
             fn()
         except Exception as e:  # a stage that fails must not stop the user's own call
-            failures.append(f"{name}: {type(e).__name__}: {e}")
+            failures.append((name, _last_line(e)))
             progress.compiling()  # a failure is always said
-            progress.end(f"failed ({type(e).__name__}: {e})")
+            progress.end(f"failed ({_last_line(e)})")
             continue
         progress.end(f"({time.perf_counter() - t:.1f} s)")
     return time.perf_counter() - t0, failures
@@ -406,7 +414,7 @@ def _compile_in_workers(groups, jobs: int, progress: "_Progress") -> bool:
                     break
                 todo.remove(s)
                 err = tempfile.TemporaryFile()
-                proc = subprocess.Popen([sys.executable, "-c", _STAGE_MAIN, s.name], env=env,
+                proc = subprocess.Popen(python_command(_STAGE_MAIN, s.name), env=env,
                                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
                 running.append((proc, err, s, time.perf_counter()))
             if not running:         # `after` names a stage that never runs: this process does the rest
@@ -437,13 +445,14 @@ def ensure_compiled(group="core", verbose=None, force=False):
     group: "core" (what one state needs: linearize, dynamics, Minv, ID and its derivatives, both
     bases, discrete time), "batch" (linearize_batch's parallel kernel) or "all". Returns a dict:
     ``status`` ("warm": nothing to do; "compiled": this call warmed the cache up; "waited": another
-    process did; "skipped": no numba, SVA_LINEARIZER_QUIET set, or a call from inside the warm-up),
-    ``seconds``, ``cache_dirs``, ``failures`` (stages that raised; their kernels compile on first
-    use instead; a read-only mapping on the fast path). The first call per process and group does
-    the work; later calls return at once. The group's kernels run compiled in this process from
-    then on.
+    process did; "failed": a stage raised, now or in an earlier process for the same sources;
+    "skipped": no numba, SVA_LINEARIZER_QUIET set, or a call from inside the warm-up),
+    ``seconds``, ``cache_dirs``, ``failures`` ('stage: error' of the stages that raised: the
+    failure is remembered (_cache.write_failure) and the group's kernels run as plain Python; a
+    read-only mapping on the fast path). The first call per process and group does the work; later
+    calls return at once. The group's kernels run compiled in this process from then on.
     verbose: None = print unless SVA_LINEARIZER_QUIET=1. force: run the stages even if the marker
-    says warm (``sva-linearizer compile``; cached kernels just load).
+    says warm or a failure is remembered (``sva-linearizer compile``; cached kernels just load).
     """
     if not force:  # the fast path: every call after the first in a process (~0.1 us)
         done = _DONE_RESULTS.get(_done.get(group))
@@ -484,7 +493,7 @@ def _compile(names, verbose=None, force=False) -> dict:
     with _lock:  # other threads wait here until the warm-up is over
         todo = [g for g in names if force or g not in _done]
         if not todo:
-            result["status"] = min((_done[g] for g in names), key=("warm", "skipped").index)
+            result["status"] = min((_done[g] for g in names), key=_STATUS_ORDER.index)
             return result
         dirs = cache_dirs()
         result["cache_dirs"] = dirs
@@ -508,6 +517,9 @@ def _compile(names, verbose=None, force=False) -> dict:
                     return result
             if not cache_matches():      # the cache holds machine code of other sources
                 claim_cache(dirs)
+            if force:                    # an explicit compile tries a remembered failure again
+                for g in todo:
+                    clear_failure(g)
             progress = _Progress(todo, verbose)
             _compile_in_workers([g for g in todo if not is_warm(g)], compile_jobs(), progress)
             failures = []
@@ -516,22 +528,30 @@ def _compile(names, verbose=None, force=False) -> dict:
                 for g in todo:
                     set_loading(g)           # the stages' calls compile (or load what the workers compiled)
                     seconds, failed = _warm_up(g, progress)
-                    if not failed:
+                    if failed:
+                        stage, error = failed[0]
+                        write_failure(g, stage, error)
+                        _done[g] = "failed"
+                        mark_plain(g)
+                    else:
                         write_markers(g, seconds)
-                    failures += failed
-                    _done[g] = "warm"
-                    mark_ready(g)
+                        clear_failure(g)
+                        _done[g] = "warm"
+                        mark_ready(g)
+                    failures += [f"{stage}: {error}" for stage, error in failed]
             finally:
                 _warming_thread, _progress = None, None
                 for g in todo:
-                    mark_ready(g)
+                    if _done.get(g) != "failed":
+                        mark_ready(g)
             seconds = time.perf_counter() - t0
-            result.update(status="compiled", seconds=seconds, failures=failures)
+            result.update(status="failed" if failures else "compiled", seconds=seconds, failures=failures)
             if progress.announced:
                 where = ", ".join(dirs)
                 if failures:
                     _say(f"sva_linearizer: warm-up done in {seconds:.1f} s with {len(failures)} failed "
-                         f"stage(s); their kernels compile on first use. Cache: {where}")
+                         f"stage(s); the kernels of {', '.join(g for g in todo if _done.get(g) == 'failed')} "
+                         f"run as plain Python until `sva-linearizer compile` succeeds. Cache: {where}")
                 else:
                     _say(f"sva_linearizer: done in {seconds:.1f} s, cached in {where}")
             return result

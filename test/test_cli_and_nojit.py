@@ -29,24 +29,29 @@ def test_cli_robot_fixed_base_with_state(tmp_path, capsys):
 
 
 SCRIPT = """
-import json, numpy as np, sva_linearizer as sl, sva_linearizer._jit as j
+import json, numpy as np, sva_linearizer as sl, sva_linearizer._jit as j, sva_linearizer._cache as c
 from sva_linearizer.robots import load_robot
 m = load_robot("quadruped")
 rng = np.random.default_rng(5)
 q = np.r_[rng.normal(size=3), [0.1, -0.2, 0.3, 0.9] / np.linalg.norm([0.1, -0.2, 0.3, 0.9]), rng.uniform(-1, 1, 12)]
 lin = sl.linearize(m, sl.State.from_vectors(m, q, rng.normal(size=18)), rng.normal(size=12))
-print(json.dumps({"jit": j.HAVE_NUMBA, "A": lin.A.tolist(), "B": lin.B.tolist()}))
+print(json.dumps({"jit": j.HAVE_NUMBA, "core": j.group_state("core"),
+                  "machine_code": sum(len(d.signatures) for d in c.DISPATCHERS),
+                  "A": lin.A.tolist(), "B": lin.B.tolist()}))
 """
 
 
 def test_pure_python_path_gives_the_same_numbers():
     results = {}
     for flag in ("0", "1"):
-        env = dict(os.environ, SVA_LINEARIZER_NO_JIT=flag)
+        env = dict(os.environ, SVA_LINEARIZER_NO_JIT=flag, SVA_LINEARIZER_COMPILE="wait")
         out = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True,
-                             timeout=600, check=True)
+                             timeout=1800, check=True)
         results[flag] = json.loads(out.stdout.strip().splitlines()[-1])
-    assert results["1"]["jit"] is False
+    assert results["1"]["jit"] is False and results["1"]["machine_code"] == 0
+    # the compiled run ran numba's machine code: the core group compiled and kernels with signatures
+    assert results["0"]["jit"] is True and results["0"]["core"] == "ready", results["0"]["core"]
+    assert results["0"]["machine_code"] > 0
     np.testing.assert_allclose(results["0"]["A"], results["1"]["A"], rtol=1e-12, atol=1e-9)
     np.testing.assert_allclose(results["0"]["B"], results["1"]["B"], rtol=1e-12, atol=1e-12)
 

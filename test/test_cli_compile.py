@@ -399,33 +399,186 @@ def test_compile_command_without_numba():
 
 
 CHILD_IMPORT = "import sva_linearizer, sys; print(sva_linearizer.__file__)"
+DECOY = "import os\nopen(os.environ['DECOY_LOG'], 'a').write(__file__ + '\\n')\nraise SystemExit('decoy package imported')\n"
 
 
-def test_demo_children_import_the_parents_package(tmp_path):
-    """From a folder holding another `sva_linearizer` (a checkout next to an installed copy),
-    `python -m` imports that one (its own numba cache: a second compile); package_command runs
-    this process's copy."""
-    from sva_linearizer.ros import demo
+def _decoys(tmp_path):
+    """Two other `sva_linearizer` packages, one in the folder returned (a checkout's root, the
+    working directory) and one on the PYTHONPATH returned; importing either writes to the log."""
+    cwd, path = tmp_path / "checkout", tmp_path / "pythonpath"
+    for folder in (cwd, path):
+        (folder / "sva_linearizer" / "ros").mkdir(parents=True)
+        (folder / "sva_linearizer" / "__init__.py").write_text(DECOY)
+        (folder / "sva_linearizer" / "ros" / "__init__.py").write_text("")
+    return cwd, path, tmp_path / "decoys.log"
 
-    decoy = tmp_path / "sva_linearizer"
-    (decoy / "ros").mkdir(parents=True)
-    (decoy / "__init__.py").write_text("raise SystemExit('decoy package imported')\n")
-    (decoy / "ros" / "__init__.py").write_text("")
-    plain = subprocess.run([sys.executable, "-m", "sva_linearizer.ros", "sim", "--help"], cwd=tmp_path,
+
+def test_children_import_the_parents_package(tmp_path):
+    """From a folder holding another `sva_linearizer` (a checkout next to an installed copy), with
+    another one on PYTHONPATH, `python -m` imports the other one (its own numba cache: a second
+    compile); _child's commands import this process's copy."""
+    from sva_linearizer import _child
+
+    cwd, path, log = _decoys(tmp_path)
+    env = dict(os.environ, PYTHONPATH=str(path), DECOY_LOG=str(log))
+    plain = subprocess.run([sys.executable, "-m", "sva_linearizer.ros", "sim", "--help"], cwd=cwd, env=env,
                            capture_output=True, text=True, timeout=300)
-    assert "decoy package imported" in plain.stderr          # the problem being fixed
-    cmd = demo.package_command("sva_linearizer.ros", "sim", "--help")
-    r = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert "decoy package imported" in plain.stderr          # what a plain child does
+    log.unlink()
+    cmd = _child.module_command("sva_linearizer.ros", "sim", "--help")
+    r = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and "--rate" in r.stdout, r.stderr
-    # start_process rewrites the demo's and bench-node's `-m sva_linearizer...` commands the same way
-    assert demo._same_package([sys.executable, "-m", "sva_linearizer.ros", "node"]) == \
-        demo.package_command("sva_linearizer.ros", "node")
-    assert demo._same_package(["other", "-m", "x"]) == ["other", "-m", "x"]
+    # the demo and bench-node start their `-m sva_linearizer...` commands the same way
+    assert _child.same_package([sys.executable, "-m", "sva_linearizer.ros", "node"]) == \
+        _child.module_command("sva_linearizer.ros", "node")
+    assert _child.same_package(["other", "-m", "x"]) == ["other", "-m", "x"]
     import sva_linearizer
-    folder = os.path.dirname(os.path.abspath(sva_linearizer.__file__))
-    r = subprocess.run([sys.executable, "-c", demo._PIN_PACKAGE + "; " + CHILD_IMPORT, folder], cwd=tmp_path,
-                       capture_output=True, text=True, timeout=300)
+    r = subprocess.run(_child.python_command(CHILD_IMPORT), cwd=cwd, env=env, capture_output=True, text=True,
+                       timeout=300)
     assert r.stdout.strip() == os.path.abspath(sva_linearizer.__file__), r.stderr
+    assert not log.exists()
+
+
+# The real warm-up and background compile with two stand-in stages (each compiles a tiny kernel
+# of this module; STAGE_RAISES=<name>: that stage raises, in every process), logged per process
+REAL_STAGES = r"""
+import json, os, sys
+import sva_linearizer.warmup as w, sva_linearizer._cache as c
+from sva_linearizer._jit import njit
+
+@njit
+def k1(x):
+    return x + 1
+
+@njit
+def k2(x):
+    return x + 2
+
+def make(name, kernel):
+    def run():
+        if os.environ.get("STAGE_RAISES") == name:
+            raise RuntimeError(f"stand-in stage {name} cannot compile\nits last line: no compiler here")
+        kernel(1.0)
+        with open(os.environ["STAGE_LOG"], "a") as fh:
+            fh.write(json.dumps([name, os.getpid()]) + "\n")
+    return run
+
+w.WARMUP_STAGES[:] = [w.Stage("core", "one", make("one", k1)), w.Stage("core", "two", make("two", k2))]
+_HERE = "import sys, stand_in_stages; "
+w._STAGE_MAIN = _HERE + "from sva_linearizer.warmup import run_stage; sys.exit(run_stage(sys.argv[1]))"
+c._BACKGROUND_MAIN = os.environ.get("BACKGROUND_MAIN") or (
+    _HERE + "from sva_linearizer.warmup import main; sys.exit(main(sys.argv[1:]))")
+"""
+# a user process: its first kernel call starts the background compile, from a working directory
+# holding another sva_linearizer (argv[1]) and with another one first on PYTHONPATH (argv[2])
+USER = r"""
+import json, os, sys
+import stand_in_stages
+import sva_linearizer._jit as j, sva_linearizer._cache as c
+os.chdir(sys.argv[1])
+os.environ["PYTHONPATH"] = sys.argv[2] + os.pathsep + os.environ["PYTHONPATH"]
+first = stand_in_stages.k1(1.0)
+ok = j.wait_until_compiled("core", timeout=240)
+second = stand_in_stages.k1(2.0)
+print(json.dumps({"first": first, "second": second, "ok": ok, "state": j.group_state("core"), "pid": os.getpid(),
+                  "warm": c.is_warm("core"), "compiled": len(stand_in_stages.k1.signatures),
+                  "failure": c.failure("core")}))
+"""
+STATUS = "import sys, stand_in_stages; from sva_linearizer.cli import main; sys.exit(main(sys.argv[1:]))"
+
+
+def _stand_in(tmp_path, **env):
+    """(run(code, *args) -> CompletedProcess, stage log): processes on a private cache with the
+    stand-in stages importable and the decoys in place."""
+    src = tmp_path / "src"
+    src.mkdir(exist_ok=True)
+    (src / "stand_in_stages.py").write_text(REAL_STAGES)
+    cwd, path, decoy_log = _decoys(tmp_path)
+    log = tmp_path / "stages.log"
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=str(src), STAGE_LOG=str(log),
+               DECOY_LOG=str(decoy_log), SVA_LINEARIZER_COMPILE="background", SVA_LINEARIZER_COMPILE_JOBS="2",
+               **env)
+
+    def run(code, *args, **more):
+        return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=600,
+                              cwd=tmp_path, env=dict(env, **more))
+
+    def user(**more):
+        r = run(USER, str(cwd), str(path), **more)
+        assert r.returncode == 0, r.stderr
+        return json.loads(r.stdout.strip().splitlines()[-1]), r.stderr
+
+    return run, user, log, decoy_log
+
+
+def _rows(log):
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+@needs_numba
+def test_the_background_compile_lands_in_the_callers_cache(tmp_path):
+    """The real background compile and its stage workers (_cache.start_background_compile,
+    warmup._compile_in_workers; two stand-in stages), started by a process whose working directory
+    holds another sva_linearizer and whose PYTHONPATH names a third: they import the caller's copy
+    (neither decoy is ever imported), compile into its cache, and the caller's calls switch to the
+    compiled code."""
+    run, user, log, decoy_log = _stand_in(tmp_path)
+    out, err = user()
+    assert not decoy_log.exists(), decoy_log.read_text()
+    assert out["first"] == 2.0 and out["ok"] and out["warm"] and out["failure"] is None, (out, err)
+    assert out["state"] == "ready" and out["compiled"] == 1 and out["second"] == 3.0, out
+    pids = {name: {pid for n, pid in _rows(log) if n == name} for name in ("one", "two")}
+    others = (pids["one"] | pids["two"]) - {out["pid"]}
+    assert out["pid"] in pids["one"] and len(others) >= 3, pids   # two workers, the background process
+    assert "compiled core kernels are in use" in err
+    r = run(STATUS, "compile", "--status")    # warm for the caller's copy (the other groups: never used)
+    assert r.returncode == 1 and r.stdout.startswith("core: warm, batch: cold"), r.stdout + r.stderr
+    out, err = user()                         # the next process: warm, silent
+    assert out["ok"] and out["compiled"] == 1 and err == "", err
+    assert not decoy_log.exists()
+
+
+@needs_numba
+def test_a_failed_compile_is_remembered(tmp_path):
+    """A stage that raises in the background compile: the caller says why (the stage and the
+    exception's last line) and keeps answering from the plain forms; `compile --status` shows
+    "failed: <reason>" and exits 3; a later process does not start the compile again; an explicit
+    `sva-linearizer compile` tries again and, once it succeeds, the cache is warm."""
+    run, user, log, decoy_log = _stand_in(tmp_path, STAGE_RAISES="two")
+    out, err = user()
+    reason = "two: RuntimeError: its last line: no compiler here"
+    assert out["first"] == 2.0 and out["second"] == 3.0 and not out["ok"] and out["state"] == "plain", out
+    assert out["failure"]["stage"] == "two" and out["compiled"] == 0, out
+    assert f"the background compile of the core kernels failed ({reason}" in err, err
+    r = run(STATUS, "compile", "--status")
+    assert r.returncode == 3, r.stdout + r.stderr
+    assert r.stdout.startswith("core: failed, ") and f"\ncore: failed: {reason} (package " in r.stdout, r.stdout
+    rows = len(_rows(log))
+    out, err = user()                         # later: plain at once, said, nothing started
+    assert out["first"] == 2.0 and not out["ok"] and out["state"] == "plain", out
+    assert f"the compile of the core kernels failed on this machine ({reason})" in err, err
+    assert "compile in the background" not in err and len(_rows(log)) == rows
+    r = run(STATUS, "compile", STAGE_RAISES="")          # explicit: tries again
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = run(STATUS, "compile", "--status")
+    assert r.returncode == 0 and r.stdout.startswith("core: warm, ") and "\ncore: failed" not in r.stdout, r.stdout
+    out, err = user(STAGE_RAISES="")
+    assert out["ok"] and out["compiled"] == 1 and err == "", err
+    assert not decoy_log.exists()
+
+
+@needs_numba
+def test_a_compile_that_ends_without_a_word_is_remembered(tmp_path):
+    """A background compile process that exits (here with code 0) without compiling the group is a
+    failure too, judged by what is in the caller's cache, not by the exit code: remembered, so
+    that the next process does not start it again."""
+    run, user, log, _ = _stand_in(tmp_path, BACKGROUND_MAIN="import sys; sys.exit(0)")
+    out, err = user()
+    assert not out["ok"] and out["state"] == "plain" and out["second"] == 3.0, out
+    assert out["failure"]["error"] == "it ended with exit code 0 without compiling the core kernels", out
+    out, err = user()
+    assert "failed on this machine" in err and "compile in the background" not in err, err
+    assert _rows(log) == []
 
 
 @needs_numba

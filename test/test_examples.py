@@ -153,9 +153,11 @@ def test_the_examples_state_error_is_the_packages_z():
 
 @pytest.mark.parametrize("script", SCRIPTS)
 def test_example_plot_option(tmp_path, script):
-    """--plot FILE saves the error over time as a figure (matplotlib)."""
+    """--plot FILE saves the error over time as a figure (matplotlib), and the run still passes its
+    own verdict (over its default duration, which the verdict's bounds are made for)."""
     pytest.importorskip("matplotlib")
     out = tmp_path / "errors.png"
-    p = run([str(EXAMPLES / script), "--seconds", "0.5", "--plot", str(out)])
+    p = run([str(EXAMPLES / script), "--plot", str(out)])
+    assert p.returncode == 0, p.stdout + p.stderr
     assert f"saved    {out}" in p.stdout, p.stdout + p.stderr
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

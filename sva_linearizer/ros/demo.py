@@ -9,14 +9,14 @@ pairs linearization/A, /B, /forces, /dforces_dz, /dforces_dtau and /stamp (conte
 the contact forces for a few seconds; then everything is stopped and the demo exits. A robot with
 no known feet (``--robot ur5``) runs as before: free motion under a joint PD controller.
 
-Child processes run the very package this process imported (:func:`package_command`), not one
-that happens to be importable from the current directory (a checkout), so the demo, its children
-and the installed commands share one numba cache: the kernels compile once, in this process
-(with progress on stderr), before the children start.
+Child processes run the very package this process imported (``_child.module_command``), not
+one that happens to be importable from the current directory (a checkout), so the demo, its
+children and the installed commands share one numba cache. In a cold cache the demo decides the core and
+contact kernel groups first, so that they compile in one background process while every process
+answers from the plain-Python kernels; the node switches to the compiled ones when they are ready.
 """
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import threading
@@ -24,6 +24,7 @@ import time
 
 import numpy as np
 
+from .._child import same_package
 from .messages import TOPIC_A, TOPIC_B, TOPIC_DFORCES_DTAU, TOPIC_DFORCES_DZ, TOPIC_FORCES, TOPIC_STAMP, Pairer
 from .node import QOS_OUTPUT
 from .loopback import loopback_config, loopback_env, private_domain_id
@@ -37,42 +38,11 @@ def _pump(stream, sink, prefix, echo):
             print(f"{prefix}{line.rstrip()}", flush=True)
 
 
-# Prelude of a child's `python -c`: drop the current directory from sys.path (as a console script
-# has it) and import sva_linearizer from the folder given as the first argument.
-_PIN_PACKAGE = (
-    "import importlib.util, os, sys; sys.path[:] = [p for p in sys.path if p != '']; "
-    "_d = sys.argv.pop(1); _s = importlib.util.spec_from_file_location("
-    "'sva_linearizer', os.path.join(_d, '__init__.py'), submodule_search_locations=[_d]); "
-    "_m = importlib.util.module_from_spec(_s); sys.modules['sva_linearizer'] = _m; _s.loader.exec_module(_m)")
-
-
-def package_command(module, *args):
-    """The command line running ``python -m <module> args`` with this process's interpreter and the
-    copy of sva_linearizer this process imported. (``python -m`` puts the current directory first
-    on sys.path: run from a checkout next to an installed copy, it imports the checkout, which
-    numba caches separately and compiles again.) The child imports the package from this copy's
-    folder, whatever its sys.path holds, and does not look in the current directory."""
-    import sva_linearizer
-
-    folder = os.path.dirname(os.path.abspath(sva_linearizer.__file__))
-    code = _PIN_PACKAGE + "; import runpy; runpy.run_module(sys.argv.pop(1), run_name='__main__', alter_sys=True)"
-    return [sys.executable, "-c", code, folder, module, *args]
-
-
-def _same_package(cmd):
-    """[sys.executable, '-m', 'sva_linearizer...', ...] -> package_command(...); others unchanged."""
-    cmd = list(cmd)
-    if (len(cmd) >= 3 and cmd[0] == sys.executable and cmd[1] == "-m"
-            and (cmd[2] == "sva_linearizer" or cmd[2].startswith("sva_linearizer."))):
-        return package_command(cmd[2], *cmd[3:])
-    return cmd
-
-
 def start_process(cmd, env, prefix, echo=True):
     """Child process with stdout+stderr collected (and echoed with a prefix) by a thread.
     ``[sys.executable, "-m", "sva_linearizer...", ...]`` runs this process's copy of the package
-    (:func:`package_command`)."""
-    proc = subprocess.Popen(_same_package(cmd), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    (``_child.module_command``)."""
+    proc = subprocess.Popen(same_package(cmd), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             bufsize=1)
     proc.lines = []
     threading.Thread(target=_pump, args=(proc.stdout, proc.lines, prefix, echo), daemon=True).start()

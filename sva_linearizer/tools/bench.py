@@ -27,11 +27,12 @@ import argparse
 import json
 import os
 import subprocess
-import sys
 import tempfile
 import time
 
 import numpy as np
+
+from .._child import python_command
 
 from .profile import machine_line, random_states
 
@@ -412,7 +413,7 @@ def second_order_flops_in_child(name: str) -> int:
     code = ("import sys; from sva_linearizer.tools.bench import count_second_order_flops; "
             f"print(count_second_order_flops({name!r}))")
     env = dict(os.environ, SVA_LINEARIZER_NO_JIT="1")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=1800)
+    r = subprocess.run(python_command(code), capture_output=True, text=True, env=env, timeout=1800)
     if r.returncode != 0:
         raise RuntimeError(f"bench: counting the second-order flops of {name} failed:\n{r.stderr[-2000:]}")
     return int(r.stdout.strip().splitlines()[-1])
@@ -556,8 +557,8 @@ def startup(name, side="ours", cold=False, timeout=900):
         if cold:       # the first answer from an empty cache: the plain-Python kernels (its
             env["NUMBA_CACHE_DIR"] = tmp      # background compile not started: it would outlive tmp)
             env["SVA_LINEARIZER_COMPILE"] = "never"
-        out = subprocess.run([sys.executable, "-c", _STARTUP, side, name, str(robot_urdf_path(name)),
-                              "1" if floating else "0"], env=env,
+        out = subprocess.run(python_command(_STARTUP, side, name, str(robot_urdf_path(name)),
+                                            "1" if floating else "0"), env=env,
                              capture_output=True, text=True, timeout=timeout)
     if out.returncode != 0:
         raise RuntimeError(f"startup run failed for {name} ({side}): {out.stderr.strip()[-500:]}")

@@ -15,10 +15,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import tempfile
 import threading
 import time
+
+from .._child import python_command
 
 
 def _record() -> dict:
@@ -102,7 +103,7 @@ def measure() -> dict:
                    SVA_LINEARIZER_COMPILE="wait", SVA_LINEARIZER_COMPILE_JOBS="1")  # every unit here
         code = ("import json, sys; from sva_linearizer.tools.compile_report import _record; "
                 "json.dump(_record(), sys.stdout)")
-        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+        out = subprocess.run(python_command(code), env=env, capture_output=True, text=True)
         if out.returncode != 0:
             raise RuntimeError(f"the measuring process failed:\n{out.stderr[-3000:]}")
         return json.loads(out.stdout)

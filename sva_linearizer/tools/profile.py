@@ -35,10 +35,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import time
 
 import numpy as np
+
+from .._child import python_command
 
 
 STAGES = ("prepare", "EIDAmb bias", "IMMAmb", "nu_dot", "EIDAmb acc", "IDSVA", "assembly")
@@ -246,7 +247,7 @@ def flops_in_child(robot: str, floating_base: bool | None = None) -> dict:
             f"m = load_robot({robot!r}{'' if floating_base is None else f', floating_base={floating_base}'}); "
             "print(json.dumps(count_flops(m)))")
     env = dict(os.environ, SVA_LINEARIZER_NO_JIT="1")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+    r = subprocess.run(python_command(code), capture_output=True, text=True, env=env,
                        timeout=1800)
     if r.returncode != 0:
         raise RuntimeError(f"profile: counting the flops of {robot} failed:\n{r.stderr[-2000:]}")
