@@ -17,7 +17,7 @@ from .algorithms.contact_rows import Contact
 from .algorithms.frames import frame_jacobian, frame_placement, frame_velocity
 from .data import Data
 from .joints import Joint
-from .linearization import Linearization, discretize, linearize, linearize_batch, linearize_flat
+from .linearization import Linearization, discretize, linearize, linearize_batch, linearize_flat, next_state
 from .model import Inertia, Model
 from .state import State
 from . import warmup as _warmup   # registers the compiler of the kernels (a cold group compiles in the background)
@@ -36,5 +36,5 @@ __all__ = [
     "Contact", "Data", "Inertia", "frame_jacobian", "frame_placement", "frame_velocity", "Joint", "Linearization", "Model", "SecondOrderDerivatives", "State",
     "extended_inverse_dynamics", "extended_inverse_dynamics_derivatives",
     "extended_inverse_dynamics_second_derivatives", "forward_dynamics", "inverse_mass_matrix",
-    "discretize", "linearize", "linearize_batch", "linearize_flat", "load_urdf", "mass_matrix", "rneamb", "__version__",
+    "discretize", "linearize", "linearize_batch", "linearize_flat", "load_urdf", "mass_matrix", "next_state", "rneamb", "__version__",
 ]

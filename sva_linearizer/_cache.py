@@ -39,7 +39,7 @@ LOCK_NAME = "sva_linearizer.compile.lock"
 KERNEL_FOLDERS = ("", "algorithms", "linearization")
 # modules of the kernel folders that no kernel reads (drivers of the library, run in Python only,
 # and every folder's __init__.py): editing them leaves the compiled cache valid
-PYTHON_ONLY = frozenset({"_cache.py", "_child.py", "cli.py", "robots.py", "urdf.py"})
+PYTHON_ONLY = frozenset({"_cache.py", "_child.py", "cli.py", "labels.py", "robots.py", "urdf.py"})
 
 
 def _sources():

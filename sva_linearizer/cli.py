@@ -17,6 +17,8 @@ import warnings
 
 import numpy as np
 
+from .labels import w_names, z_names
+
 VECTOR_OPTIONS = ("--q", "--v", "--tau")
 _NUMBER = r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|[+-]?(?:inf|nan)"
 _NUMBER_LIST = re.compile(rf"^\s*(?:{_NUMBER})(?:\s*[,\s]\s*(?:{_NUMBER}))*\s*,?\s*$", re.IGNORECASE)
@@ -77,28 +79,6 @@ def _load_model(args):
         floating = True if args.floating_base is None else args.floating_base
         return load_urdf(path, floating_base=floating, validate=validate)
     return load_robot(args.robot or "quadruped", floating_base=args.floating_base, validate=validate)
-
-
-def z_names(model):
-    """Names of the state perturbation's components, in order: floating base
-    z = [z_H (6), z_s (nj), z_v (6), z_r (nj)] -> "z_H.vx" .. "z_H.wz", "s.<joint>", "v.vx" .. "v.wz",
-    "r.<joint>" (z_H: the pose perturbation H -> H exp(z_H^), linear-angular; v: the base's body twist);
-    fixed base z = [s, r]."""
-    twist = ("vx", "vy", "vz", "wx", "wy", "wz")
-    joints = list(model.joint_names)
-    names = []
-    if model.floating_base:
-        names += [f"z_H.{c}" for c in twist]
-    names += [f"s.{j}" for j in joints]
-    if model.floating_base:
-        names += [f"v.{c}" for c in twist]
-    names += [f"r.{j}" for j in joints]
-    return names
-
-
-def w_names(model):
-    """Names of the input w = tau, in order: "tau.<joint>"."""
-    return [f"tau.{j}" for j in model.joint_names]
 
 
 def z_ordering(model):

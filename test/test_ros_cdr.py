@@ -109,7 +109,7 @@ def test_struct_definitions_match_ros2_humble():
 
 
 def test_node_output_messages_bytes_equal_rosbags():
-    """The node's actual A, B and pair-record messages."""
+    """The node's actual output messages: the record, its description, the point, A and B."""
     T = FakeTransport()
     node = LinearizerNode(T, {"robot": "ur5", "warn_period": 0})
     m = node.model
@@ -118,7 +118,9 @@ def test_node_output_messages_bytes_equal_rosbags():
                                               rng.normal(size=m.nj), rng.normal(size=m.nj)))
     for topic, ros_name in (("linearization/A", "std_msgs/msg/Float64MultiArray"),
                             ("linearization/B", "std_msgs/msg/Float64MultiArray"),
-                            ("linearization/stamp", "std_msgs/msg/Header")):
+                            ("linearization/record", "std_msgs/msg/Float64MultiArray"),
+                            ("linearization/description", "std_msgs/msg/String"),
+                            ("linearization/point/joint_state", "sensor_msgs/msg/JointState")):
         (msg,) = T.published[topic]
         assert msg.serialize() == bytes(TS.serialize_cdr(to_rosbags(msg, ros_name), ros_name))
     A = msg_to_matrix(T.published["linearization/A"][0])

@@ -58,7 +58,7 @@ def test_colcon_build_run_and_test(tmp_path):
         assert str(ws / "install") in h.node.proc.args[-1]
         h.node.proc.send_signal(2)
         assert h.node.proc.wait(30) == 0, h.node.output()
-        i = h.node.find(r"published 1 A/B pairs")
+        i = h.node.find(r"published 1 records")
         assert i is not None and not [ln for ln in h.node.lines[i + 1:] if ln.strip()], h.node.output()
     finally:
         h.close()

@@ -24,14 +24,16 @@ pytest.importorskip("cyclonedds", reason="the DDS transport needs the cyclonedds
 SEC = 1_000_000_000
 
 
-@pytest.mark.parametrize("robot,floating", [("solo12", True), ("ur5", False)])
-def test_A_B_over_dds_equal_library_and_pinocchio(robot, floating):
+@pytest.mark.parametrize("robot,floating,dt", [("solo12", True, 0.01), ("ur5", False, 0.0)])
+def test_A_B_over_dds_equal_library_and_pinocchio(robot, floating, dt):
+    """The record over DDS: A, B, the drift against Pinocchio, the point, with dt the discrete part."""
     path = robot_urdf_path(robot)
     flag = "--floating-base" if floating else "--fixed-base"
-    h = Harness(["--urdf", str(path), flag, "--param", "warn_period=0", "--param", "max_odom_age=0.5"])
+    h = Harness(["--urdf", str(path), flag, "--param", "warn_period=0", "--param", "max_odom_age=0.5",
+                 "--param", f"dt={dt}"])
     try:
         h.wait_ready()
-        check_A_B(h, robot, floating)
+        check_A_B(h, robot, floating, dt=dt)
     finally:
         h.close()
 
@@ -122,7 +124,7 @@ def test_clean_exit_on_signal(sig):
         rc = h.node.proc.wait(30)
         time.sleep(0.2)
         assert rc == 0, h.node.output()
-        assert h.node.find(r"published \d+ A/B pairs") is not None, h.node.output()
+        assert h.node.find(r"published \d+ records") is not None, h.node.output()
         assert "Traceback" not in h.node.output()
     finally:
         h.close()

@@ -55,6 +55,6 @@ def test_bench_node_soak_smoke():
     import re
     assert re.search(r"node resident memory: [\d.]+ MiB at the first pair, [\d.]+ MiB at the start, "
                      r"[\d.]+ MiB at the end \([+-][\d.]+%\)", out), out
-    m = re.search(r"pairs completed by the node: (\d+); pairs received complete: (\d+) .*; lost: (\d+)", out)
+    m = re.search(r"records published by the node: (\d+); records received whole: (\d+) .*; lost: (\d+)", out)
     assert m and int(m.group(1)) > 0 and int(m.group(1)) == int(m.group(2)) and m.group(3) == "0", out
-    assert "goal (memory flat within 1%, no completed pair lost): met" in out and rc == 0, out
+    assert "goal (memory flat within 1%, no published record lost): met" in out and rc == 0, out

@@ -67,13 +67,13 @@ def test_dds_node_endpoints_leave_the_ros_graph_promptly(sig):
         t0 = time.monotonic()
         while time.monotonic() - t0 < 3.0:
             if (not node.get_publishers_info_by_topic(f"{ns}/linearization/A")
-                    and not node.get_publishers_info_by_topic(f"{ns}/linearization/stamp")
+                    and not node.get_publishers_info_by_topic(f"{ns}/linearization/record")
                     and node.count_subscribers(f"{ns}/joint_states") == 0):
                 break
             h.spin(0.05)
         gone = time.monotonic() - t0
         assert node.count_publishers(f"{ns}/linearization/A") == 0, f"still there after {gone:.1f} s"
-        assert node.count_publishers(f"{ns}/linearization/stamp") == 0
+        assert node.count_publishers(f"{ns}/linearization/record") == 0
         assert node.count_subscribers(f"{ns}/joint_states") == 0
     finally:
         h.close()

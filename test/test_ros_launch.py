@@ -33,7 +33,7 @@ import launch_testing.actions  # noqa: E402
 import launch_testing.asserts  # noqa: E402
 from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
-from std_msgs.msg import Float64MultiArray, Header  # noqa: E402
+from std_msgs.msg import Float64MultiArray  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 UR5_JOINTS = ["shoulder_pan_joint", "shoulder_lift_joint", "elbow_joint", "wrist_1_joint", "wrist_2_joint",
@@ -63,11 +63,11 @@ class TestLinearizerLaunch(unittest.TestCase):
         rclpy.shutdown()
 
     def test_A_and_B_arrive(self):
-        got = {"A": [], "B": [], "stamp": []}
+        got = {"A": [], "B": [], "record": []}
         node = self.node
         node.create_subscription(Float64MultiArray, "linearization/A", got["A"].append, 10)
         node.create_subscription(Float64MultiArray, "linearization/B", got["B"].append, 10)
-        node.create_subscription(Header, "linearization/stamp", got["stamp"].append, 10)
+        node.create_subscription(Float64MultiArray, "linearization/record", got["record"].append, 10)
         pub = node.create_publisher(JointState, "joint_states", 10)
         end = time.monotonic() + 60.0
         while time.monotonic() < end and not all(got.values()):
@@ -84,7 +84,7 @@ class TestLinearizerLaunch(unittest.TestCase):
         self.assertEqual([(d.label, d.size, d.stride) for d in A.layout.dim], [("rows", 12, 144), ("cols", 12, 12)])
         self.assertEqual([(d.label, d.size, d.stride) for d in B.layout.dim], [("rows", 12, 72), ("cols", 6, 6)])
         self.assertEqual(len(A.data), 144)
-        self.assertTrue(got["stamp"][0].frame_id.startswith("seq="))
+        self.assertEqual(got["record"][0].data[0], 1.0)      # the record's format
 
 
 @launch_testing.post_shutdown_test()

@@ -8,10 +8,10 @@ pytest.importorskip("cyclonedds", reason="the in-memory transport's message clas
 import sva_linearizer as sl  # noqa: E402
 from ros_helpers.fake_transport import FakeTransport  # noqa: E402
 from sva_linearizer.ros.log import Throttle  # noqa: E402
-from sva_linearizer.ros.messages import (Pairer, crc32_hex, joint_state_msg, matrix_payload,  # noqa: E402
-                                         msg_to_matrix, odometry_msg, parse_pair_frame_id, stamp_to_ns)
+from sva_linearizer.ros.messages import joint_state_msg, msg_to_matrix, odometry_msg, stamp_to_ns  # noqa: E402
 from sva_linearizer.ros.node import LinearizerNode, ModelLoadError  # noqa: E402
 from sva_linearizer.ros.parameters import normalize_parameters  # noqa: E402
+from sva_linearizer.ros.record import RecordDescription, decode_record  # noqa: E402
 
 SEC = 1_000_000_000
 
@@ -62,6 +62,11 @@ class Robot:
     def count(self):
         return self.T.count()
 
+    def record(self, k=-1):
+        """The k-th published record, decoded against the description published last."""
+        desc = RecordDescription.from_json(self.T.published["linearization/description"][-1].data)
+        return decode_record(self.T.published["linearization/record"][k].data, desc)
+
     def warnings(self):
         return self.T.logger.warnings()
 
@@ -83,10 +88,20 @@ def test_shuffled_joint_states_give_library_A_B_with_standard_layout():
         assert [(d.label, d.size, d.stride) for d in msg.layout.dim] == [("rows", r, r * c), ("cols", c, c)]
         assert msg.layout.data_offset == 0 and len(msg.data) == r * c
         np.testing.assert_array_equal(msg_to_matrix(msg), M)   # row-major, bit-exact
-    header = rb.T.published["linearization/stamp"][0]
-    assert stamp_to_ns(header.stamp) == stamp
-    seq, ca, cb = parse_pair_frame_id(header.frame_id)
-    assert (seq, ca, cb) == (1, crc32_hex(matrix_payload(lin.A)), crc32_hex(matrix_payload(lin.B)))
+    # the record: the same A and B with the point they were computed at and the drift, bit-exact
+    rec = rb.record()
+    assert rec.stamp_ns == stamp and rec.seq == 1 and rec.joint_names == tuple(rb.model.joint_names)
+    st = sl.State.from_vectors(rb.model, np.r_[x["p"], x["quat"], x["s"]], np.r_[x["twist"], x["r"]])
+    for got, want in ((rec.q, st.q), (rec.v, st.v), (rec.tau, x["tau"]), (rec.nu_dot, lin.nu_dot),
+                      (rec.A, lin.A), (rec.B, lin.B), (rec.f0, np.r_[st.v, lin.nu_dot])):
+        np.testing.assert_array_equal(got, want)
+    assert rec.Ad is None and rec.q_next is None and rec.forces is None and rec.dt == 0.0
+    # the point for tools, with the input's stamp
+    js, od = rb.T.published["linearization/point/joint_state"][0], rb.T.published["linearization/point/odom"][0]
+    assert stamp_to_ns(js.header.stamp) == stamp == stamp_to_ns(od.header.stamp)
+    assert list(js.name) == list(rb.model.joint_names)
+    np.testing.assert_array_equal(np.r_[list(js.position), list(js.velocity), list(js.effort)],
+                                  np.r_[x["s"], x["r"], x["tau"]])
     assert rb.T.qos["joint_states"][1]["depth"] == 1            # newest wins, no queue
 
 
@@ -254,7 +269,7 @@ def test_zero_stamp_uses_receive_time_and_clock_reset_is_accepted():
     rb = Robot({"robot": "ur5", "warn_period": 0})
     rb.T.clock_ns = 123 * SEC
     rb.send(stamp=0)
-    assert stamp_to_ns(rb.T.published["linearization/stamp"][-1].stamp) == 123 * SEC
+    assert rb.record().stamp_ns == 123 * SEC
     rb.send(stamp=50 * SEC)              # 73 s back: a clock reset (sim restart), not "out of order"
     assert rb.count() == 2 and "treating it as a clock reset" in rb.warnings()[-1]
 
@@ -330,33 +345,51 @@ def test_parameters_are_checked():
     assert normalize_parameters({"floating_base": "false"})["floating_base"] is False
 
 
-def test_pairer_is_robust_to_order_drops_and_duplicates():
+def test_discrete_record_with_the_predicted_state_and_omitted_sections():
+    """dt > 0: the record holds Ad, Bd of the same call and the state next_state predicts; sections
+    named in record_omit are left out (offset and length 0), the others decode as before."""
+    rb = Robot({"robot": "solo12", "warn_period": 0, "dt": 0.005})
+    x, stamp = rb.send()
+    st = sl.State.from_vectors(rb.model, np.r_[x["p"], x["quat"], x["s"]], np.r_[x["twist"], x["r"]])
+    lin = sl.linearize(rb.model, st, x["tau"], dt=0.005)
+    nxt = sl.next_state(rb.model, st, lin.nu_dot, 0.005)
+    rec = rb.record()
+    assert rec.dt == 0.005 and rec.description.dt == 0.005
+    for got, want in ((rec.A, lin.A), (rec.Ad, lin.Ad), (rec.Bd, lin.Bd), (rec.q_next, nxt.q), (rec.v_next, nxt.v)):
+        np.testing.assert_array_equal(got, want)
+    lean = Robot({"robot": "solo12", "warn_period": 0, "dt": 0.005, "record_omit": ["Ad", "Bd", "A"],
+                  "publish_point": False, "publish_a_b": False})
+    lean.send(x)
+    rec = lean.record()
+    assert rec.Ad is None and rec.Bd is None and rec.A is None and rec.description.omitted == ("A", "Ad", "Bd")
+    np.testing.assert_array_equal(rec.B, lin.B)
+    np.testing.assert_array_equal(rec.q_next, nxt.q)
+    assert not any(t.startswith(("linearization/point", "linearization/A", "linearization/B"))
+                   for t in lean.T.qos)
+    with pytest.raises(ValueError, match="record_omit: unknown section"):
+        normalize_parameters({"record_omit": ["C"]})
+
+
+def test_record_decoding_refuses_what_does_not_fit():
+    """A record is decoded only against its own description and only when its table of contents
+    fits its sizes: a truncated record, another description's or a section of the wrong size is a
+    ValueError, never a silently wrong matrix."""
     rb = Robot({"robot": "ur5", "warn_period": 0})
-    for _ in range(6):
-        rb.send()
-    P = rb.T.published
-    A, B, S = P["linearization/A"], P["linearization/B"], P["linearization/stamp"]
-    pr = Pairer(depth=8)
-    got = []
-    # stamps first, then B, then A, in scrambled order; pair 3's B is lost
-    for k in (4, 0, 2, 1, 3, 5):
-        got += pr.add_stamp(S[k])
-    for k in (5, 0, 1, 2, 4):
-        got += pr.add_B(B[k])
-    for k in (3, 2, 1, 0, 4, 5):
-        got += pr.add_A(A[k])
-    assert sorted(p.seq for p in got) == [1, 2, 3, 5, 6]
-    for p in got:
-        k = p.seq - 1
-        assert p.stamp_ns == stamp_to_ns(S[k].stamp)
-        np.testing.assert_array_equal(p.A, msg_to_matrix(A[k]))
-        np.testing.assert_array_equal(p.B, msg_to_matrix(B[k]))
-    # the record whose B was lost waits; it is evicted (counted as lost) once `depth` newer
-    # incomplete records are pending
-    T = rb.T.types
-    for k in range(8):
-        pr.add_stamp(T.Header(stamp=T.Time(sec=k), frame_id=f"seq={100 + k} A=00000000 B=00000000"))
-    assert pr.lost == 1
+    rb.send()
+    desc = RecordDescription.from_json(rb.T.published["linearization/description"][-1].data)
+    data = np.asarray(rb.T.published["linearization/record"][-1].data)
+    assert decode_record(data, desc).seq == 1
+    with pytest.raises(ValueError, match="does not fit"):
+        decode_record(data[:-1], desc)
+    other = data.copy()
+    other[1] += 1
+    with pytest.raises(ValueError, match="description"):
+        decode_record(other, desc)
+    bad = data.copy()
+    k = 11 + 2 * 6                             # section A's (offset, length)
+    bad[k + 1] -= 1
+    with pytest.raises(ValueError, match="section A"):
+        decode_record(bad, desc)
 
 
 def test_floating_base_false_param_on_legged_robot():
@@ -411,8 +444,6 @@ def standing():
 
 
 def test_rigid_contacts_default_active_publish_library_A_B_forces(standing):
-    from sva_linearizer.ros.messages import parse_pair_record
-
     rb = standing
     assert "contacts" in rb.T.subs and "contact_forces" not in rb.T.subs
     x, f_static = _standing(rb, _feet())
@@ -420,29 +451,19 @@ def test_rigid_contacts_default_active_publish_library_A_B_forces(standing):
     lin = _lin(rb, x, contacts=_feet())
     np.testing.assert_array_equal(_last(rb, "linearization/A"), lin.A)
     np.testing.assert_array_equal(_last(rb, "linearization/B"), lin.B)
-    np.testing.assert_array_equal(_last(rb, "linearization/forces"), lin.forces.reshape(-1, 1))
-    np.testing.assert_array_equal(_last(rb, "linearization/dforces_dz"), lin.dforces_dz)
-    np.testing.assert_array_equal(_last(rb, "linearization/dforces_dtau"), lin.dforces_dtau)
+    rec = rb.record()
+    np.testing.assert_array_equal(rec.forces, lin.forces)
+    np.testing.assert_array_equal(rec.dforces_dz, lin.dforces_dz)
+    np.testing.assert_array_equal(rec.dforces_dtau, lin.dforces_dtau)
+    np.testing.assert_array_equal(rec.nu_dot, lin.nu_dot)
     np.testing.assert_allclose(lin.forces, f_static, atol=1e-9)
     assert np.allclose(lin.forces[2::3], lin.forces[2::3].mean(), rtol=0.05) and lin.forces[2] > 5.0  # ~ m g / 4
-    rec = parse_pair_record(rb.T.published["linearization/stamp"][-1].frame_id)
-    assert rec.mode == "rigid" and rec.contacts == tuple((f, 3) for f in FEET)
-    assert set(rec.crcs) == {"A", "B", "F", "dFdz", "dFdtau"}
-    # the Pairer completes the pair with its forces
-    pr = Pairer()
-    P = rb.T.published
-    got = pr.add_stamp(P["linearization/stamp"][-1]) + pr.add_A(P["linearization/A"][-1])
-    got += pr.add_B(P["linearization/B"][-1]) + pr.add_forces(P["linearization/forces"][-1])
-    assert got == [] and pr.add_dforces_dz(P["linearization/dforces_dz"][-1]) == []
-    (pair,) = pr.add_dforces_dtau(P["linearization/dforces_dtau"][-1])
-    assert pair.stamp_ns == stamp and pair.contacts == rec.contacts
-    np.testing.assert_array_equal(pair.forces, lin.forces)
-    np.testing.assert_array_equal(pair.dforces_dtau, lin.dforces_dtau)
+    assert rec.mode == "rigid" and rec.contacts == tuple((f, 3) for f in FEET) and rec.stamp_ns == stamp
+    np.testing.assert_array_equal(rec.active, [1.0] * 4)
+    assert [c["frame"] for c in rec.description.contacts] == FEET
 
 
 def test_contact_set_selects_active_contacts_by_stamp(standing):
-    from sva_linearizer.ros.messages import parse_pair_record
-
     rb = standing
     x, _ = _standing(rb, _feet())
     stamp = rb.t + SEC
@@ -450,8 +471,7 @@ def test_contact_set_selects_active_contacts_by_stamp(standing):
     rb.send(x, stamp=stamp)
     two = [c for c in _feet() if c.frame in ("FL_FOOT", "HR_FOOT")]  # configuration order
     np.testing.assert_array_equal(_last(rb, "linearization/A"), _lin(rb, x, contacts=two).A)
-    assert parse_pair_record(rb.T.published["linearization/stamp"][-1].frame_id).contacts == (
-        ("FL_FOOT", 3), ("HR_FOOT", 3))
+    assert rb.record().contacts == (("FL_FOOT", 3), ("HR_FOOT", 3))
     # flags: 1.0 active, 0.0 inactive; nearest set within max_contacts_age (here 20 ms before)
     _contacts(rb, stamp + SEC, FEET, [1.0, 0.0, 1.0, 1.0])
     rb.send(x, stamp=stamp + SEC + 20_000_000)
@@ -461,8 +481,9 @@ def test_contact_set_selects_active_contacts_by_stamp(standing):
     _contacts(rb, stamp + 2 * SEC, [])
     rb.send(x, stamp=stamp + 2 * SEC)
     np.testing.assert_array_equal(_last(rb, "linearization/A"), _lin(rb, x).A)
-    assert _last(rb, "linearization/forces").shape == (0, 1)
-    assert _last(rb, "linearization/dforces_dz").shape == (0, 36)
+    rec = rb.record()
+    assert rec.contacts == () and rec.m == 0 and rec.forces is None and rec.dforces_dz is None
+    np.testing.assert_array_equal(rec.active, [0.0] * 4)
     # once a contact set was seen, a joint state needs one within max_contacts_age
     n = rb.count()
     rb.send(x, stamp=stamp + 3 * SEC)
@@ -512,8 +533,6 @@ def test_bad_contact_set_publishes_nothing_and_node_recovers(standing, case):
 
 
 def test_forces_as_inputs_give_B_with_force_columns():
-    from sva_linearizer.ros.messages import parse_pair_record
-
     rb = Robot({"robot": "solo12", "warn_period": 0, "contact_frames": FEET, "contact_mode": "forces",
                 "contact_kinds": ["point", "point", "6d", "point"],
                 "contact_references": ["local", "world_aligned", "world_aligned", "local"]})
@@ -534,9 +553,11 @@ def test_forces_as_inputs_give_B_with_force_columns():
     assert B.shape == (36, 12 + 15)
     np.testing.assert_array_equal(B, lin.B)
     np.testing.assert_array_equal(_last(rb, "linearization/A"), lin.A)
-    rec = parse_pair_record(rb.T.published["linearization/stamp"][-1].frame_id)
+    rec = rb.record()
     assert rec.mode == "forces" and rec.contacts == (("FL_FOOT", 3), ("FR_FOOT", 3), ("HL_FOOT", 6), ("HR_FOOT", 3))
-    assert set(rec.crcs) == {"A", "B"}
+    assert rec.forces is None and rec.nw == 12 + 15 and rec.m == 15
+    np.testing.assert_array_equal(rec.input_forces, np.concatenate(fs))
+    np.testing.assert_array_equal(rec.B, lin.B)
     # bad force samples are dropped; a stale force stops the publication
     w = len(rb.warnings())
     _wrench(rb, stamp + SEC, "foo", [0, 0, 1])

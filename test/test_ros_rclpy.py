@@ -30,14 +30,15 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 CONFIGS = sorted(p.stem for p in (ROOT / "config").glob("*.yaml"))
 
 
-@pytest.mark.parametrize("robot,floating", [("solo12", True), ("ur5", False)])
-def test_A_B_over_rclpy_equal_library_and_pinocchio(robot, floating):
+@pytest.mark.parametrize("robot,floating,dt", [("solo12", True, 0.01), ("ur5", False, 0.0)])
+def test_A_B_over_rclpy_equal_library_and_pinocchio(robot, floating, dt):
+    """The record over rclpy: A, B, the drift against Pinocchio, the point, with dt the discrete part."""
     flag = "--floating-base" if floating else "--fixed-base"
     h = Harness(["--urdf", str(robot_urdf_path(robot)), flag, "--param", "warn_period=0",
-                 "--param", "max_odom_age=0.5"], node_transport="rclpy", peer="rclpy")
+                 "--param", "max_odom_age=0.5", "--param", f"dt={dt}"], node_transport="rclpy", peer="rclpy")
     try:
         h.wait_ready()
-        check_A_B(h, robot, floating)
+        check_A_B(h, robot, floating, dt=dt)
     finally:
         h.close()
 
@@ -246,7 +247,7 @@ def test_clean_exit_on_signal_rclpy(sig):
         time.sleep(0.3)      # the pump thread reads the last lines
         out = h.node.output()
         assert rc == 0, out
-        i = h.node.find(r"published 1 A/B pairs")
+        i = h.node.find(r"published 1 records")
         assert i is not None, out
         assert [ln for ln in h.node.lines[i + 1:] if ln.strip()] == [], out
         assert "rosout" not in out and "Traceback" not in out, out

@@ -10,6 +10,6 @@
 """
 from .batch import linearize_batch, num_threads
 from .continuous import Linearization, linearize, linearize_flat
-from .discrete import discretize
+from .discrete import discretize, next_state
 
-__all__ = ["Linearization", "discretize", "linearize", "linearize_batch", "linearize_flat", "num_threads"]
+__all__ = ["Linearization", "discretize", "linearize", "linearize_batch", "linearize_flat", "next_state", "num_threads"]

@@ -1,4 +1,4 @@
-"""Discrete time: the semi-implicit (symplectic) Euler step on the Lie group,
+"""Discrete time: the semi-implicit (symplectic) Euler step on the Lie group (next_state),
 
     nu+ = nu + dt FD(q, nu, tau),   H+ = H exp(dt v+^),   s+ = s + dt r+,
 
@@ -21,6 +21,9 @@ from numpy.typing import ArrayLike
 from .._jit import njit
 from .._arrays import kernel_array, real_array
 from ..algorithms.common import all_finite
+from ..model import Model
+from ..spatial import se3_exp
+from ..state import State, as_vector
 
 
 @njit(inline="always")
@@ -199,3 +202,22 @@ def discretize(A: ArrayLike, B: ArrayLike, dt: float,
         raise ValueError("discretize overflowed float64: Ad or Bd is not finite (dt x A is too large: "
                          f"dt = {dt:g}, largest |entry| of A: {np.max(np.abs(A)):.3g})")
     return Ad, Bd
+
+
+def next_state(model: Model, state: State, nu_dot: ArrayLike, dt: float) -> State:
+    """The state one step of dt after `state`, by the semi-implicit Euler step that Ad, Bd linearize:
+
+        nu+ = nu + dt nu_dot,   H+ = H exp(dt v+^),   s+ = s + dt r+
+
+    nu_dot: the acceleration at `state` (lin.nu_dot of the linearization there: FD(q, nu, tau),
+    with contacts the constrained one). A state x = x_pt (+) z one step later is
+    next_state(x_pt) (+) (Ad z + Bd w) to first order, (+) the perturbation of the README's
+    Conventions (H exp(z_H^), s + z_s, nu + z_nu)."""
+    dt = check_dt(dt)
+    nu_dot = as_vector("nu_dot", nu_dot, model.nv)
+    v_plus = state.v + dt * nu_dot
+    if not model.floating_base:
+        return State(model, s=state.s + dt * v_plus, r=v_plus)
+    R, p = state.R, state.p
+    dR, dp = se3_exp(dt * v_plus[:6])
+    return State(model, R=R @ dR, p=p + R @ dp, s=state.s + dt * v_plus[6:], v_base=v_plus[:6], r=v_plus[6:])

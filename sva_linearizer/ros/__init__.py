@@ -7,7 +7,9 @@ The node and what it reads:
 * :mod:`.parameters` - the node's parameters: names, defaults, ROS 2 types, checks;
 * :mod:`.parameter_files` - parameter files and ``--ros-args`` (for the DDS transport);
 * :mod:`.launch_config` - what ``launch/linearizer.launch.py`` starts, decided without ``launch``;
-* :mod:`.messages` - stamps, matrices as Float64MultiArray and the A/B pairing scheme;
+* :mod:`.record` - the linearization record the node publishes, and its reader for consumers;
+* :mod:`.messages` - stamps, matrices as Float64MultiArray, the input messages;
+* :mod:`.qos` - the QoS profiles of the node's topics;
 * :mod:`.log` - stderr logging and throttled warnings.
 
 The transports (how messages travel):
@@ -26,8 +28,9 @@ Tools: :mod:`.cli` - the ``node``/``demo``/``bench-node`` commands; :mod:`.sim`,
 
 Nothing here imports rclpy or cyclonedds at import time; each transport imports its own.
 """
-from .messages import (TOPIC_A, TOPIC_B, TOPIC_DFORCES_DTAU, TOPIC_DFORCES_DZ, TOPIC_FORCES, TOPIC_STAMP, Pair,
-                       Pairer, PairRecord, parse_pair_record)
+from .messages import TOPIC_A, TOPIC_B
+from .record import (SECTIONS, TOPIC_DESCRIPTION, TOPIC_POINT_JOINTS, TOPIC_POINT_ODOM, TOPIC_RECORD, Record,
+                     RecordDescription, RecordReader, decode_record)
 
-__all__ = ["TOPIC_A", "TOPIC_B", "TOPIC_STAMP", "TOPIC_FORCES", "TOPIC_DFORCES_DZ", "TOPIC_DFORCES_DTAU", "Pair",
-           "Pairer", "PairRecord", "parse_pair_record"]
+__all__ = ["TOPIC_A", "TOPIC_B", "TOPIC_RECORD", "TOPIC_DESCRIPTION", "TOPIC_POINT_JOINTS", "TOPIC_POINT_ODOM",
+           "SECTIONS", "Record", "RecordDescription", "RecordReader", "decode_record"]

@@ -5,19 +5,19 @@ For each robot and input rate, three processes on a private loopback-only DDS do
 * a publisher (``sim --mode random``): odom + joint_states at the target rate, each stamped with
   the wall clock just before it is written;
 * the node (``node --transport dds``), exactly as a user runs it;
-* this process: receives linearization/A, /B and /stamp, pairs them, and takes
-  latency = (time the pair is complete here) - (the joint state's stamp).
+* this process: receives the node's linearization records (RecordReader) and takes
+  latency = (time the record is decoded here) - (the joint state's stamp).
 
 So the latency is end to end: publisher serialisation, DDS loopback, the node's validation,
-linearization and serialisation of A and B, DDS again, and deserialisation in Python here. The
-output rate is completed pairs per second after a warm-up. When the node is slower than the input
+linearization and serialisation of the record (and of the point and A, B beside it), DDS again,
+and deserialisation in Python here. The output rate is records per second after a warm-up. When the node is slower than the input
 it drops to the newest joint state (subscription depth 1) rather than queueing.
 
 Where the node's time goes: ``node CPU/pair`` is the node process's CPU time (user + system, from
-``/proc``; Linux only) in the measurement window divided by the pairs completed in it, and ``node
+``/proc``; Linux only) in the measurement window divided by the records received in it, and ``node
 linearize`` is the node's own mean wall time in :func:`sva_linearizer.linearize`; the difference
 is the node's DDS work in Python (decoding joint states and every odometry sample, encoding and
-writing A, B and the stamp record) and its validation.
+writing the record, the point and A, B) and its validation.
 """
 from __future__ import annotations
 
@@ -28,7 +28,11 @@ import time
 
 import numpy as np
 
-from .demo import Echo, start_process, stop_process
+from .demo import start_process, stop_process
+from .record import RecordReader
+
+# the node runs with the full record: the discrete part too (Ad, Bd, the predicted next state)
+RECORD_DT = 0.01
 from .loopback import loopback_config, loopback_env, loopback_vars, private_domain_id
 from .transport_dds import DdsTransport
 from .transport_rclpy import RclpyTransport
@@ -79,6 +83,7 @@ def bench_case(robot, rate, seconds=10.0, warmup=2.0, case_index=0, transport="d
         os.sched_setaffinity(0, plan[0])          # the node inherits the node's CPU ...
     try:
         node = start_process([py, "-m", "sva_linearizer.ros", "node", "--robot", robot, "--transport", transport,
+                              "--param", f"dt={RECORD_DT}",
                               "--param", "warn_period=5.0"], env, "", echo=False)
     finally:
         if plan:
@@ -88,8 +93,8 @@ def bench_case(robot, rate, seconds=10.0, warmup=2.0, case_index=0, transport="d
     receiver = None
     try:
         receiver = _receiver(transport, domain)
-        echo = Echo(receiver, lambda pair, recv_ns: recs.append((recv_ns, pair.stamp_ns)))
-        if not receiver.wait_for_writers(echo.readers[2], 120.0):
+        reader = RecordReader(receiver, lambda rec, recv_ns: recs.append((recv_ns, rec.stamp_ns)))
+        if not receiver.wait_for_writers(reader.record_reader, 120.0):
             raise RuntimeError(f"node did not come up: {node.lines[-5:]}")
         pub = start_process([py, "-m", "sva_linearizer.ros", "sim", "--robot", robot, "--rate", str(rate),
                              "--seconds", str(seconds + warmup + 1.0), "--mode", "random",
@@ -220,6 +225,7 @@ def run_soak(robot: str = "solo12", rate: float = 1000.0, seconds: float = 3600.
         os.sched_setaffinity(0, plan[0])
     try:
         node = start_process([py, "-m", "sva_linearizer.ros", "node", "--robot", robot, "--transport", transport,
+                              "--param", f"dt={RECORD_DT}",
                               "--param", "warn_period=60.0"], env, "", echo=False)
     finally:
         if plan:
@@ -240,8 +246,8 @@ def run_soak(robot: str = "solo12", rate: float = 1000.0, seconds: float = 3600.
     samples = []
     try:
         receiver = _receiver(transport, domain)
-        echo = Echo(receiver, on_pair)
-        if not receiver.wait_for_writers(echo.readers[2], 300.0):
+        reader = RecordReader(receiver, on_pair)
+        if not receiver.wait_for_writers(reader.record_reader, 300.0):
             raise RuntimeError(f"node did not come up: {node.lines[-5:]}")
         pub = start_process([py, "-m", "sva_linearizer.ros", "sim", "--robot", robot, "--rate", str(rate),
                              "--seconds", str(seconds + warmup + 1.0), "--mode", "random",
@@ -266,7 +272,7 @@ def run_soak(robot: str = "solo12", rate: float = 1000.0, seconds: float = 3600.
                 samples.append((now, _rss_kib(node.pid), got["pairs"]))
                 t, rss, n = samples[-1]
                 dt = t - samples[-2][0]
-                print(f"  {t - start[0]:7.0f} s  node RSS {_mib(rss)}  pairs received {n}  "
+                print(f"  {t - start[0]:7.0f} s  node RSS {_mib(rss)}  records received {n}  "
                       f"({(n - samples[-2][2]) / max(dt, 1e-9):.0f} Hz)  load {os.getloadavg()[0]:.2f}",
                       file=out, flush=True)
                 next_report += report_every
@@ -289,7 +295,7 @@ def run_soak(robot: str = "solo12", rate: float = 1000.0, seconds: float = 3600.
             os.sched_setaffinity(0, own_affinity)
     time.sleep(0.3)   # the node's last lines (its summary) reach node.lines
     node_text = "\n".join(node.lines)
-    published = re.search(r"published (\d+) A/B pairs", node_text)
+    published = re.search(r"published (\d+) records", node_text)
     dropped = re.search(r"dropped: (.*)$", node_text, re.M)
     sent = re.search(r"sim: sent (\d+) joint states in ([\d.]+) s", "\n".join(pub.lines))
     completed = int(published.group(1)) if published else None
@@ -302,20 +308,20 @@ def run_soak(robot: str = "solo12", rate: float = 1000.0, seconds: float = 3600.
           f"{_mib(rss_b)} at the end ({change:+.2f}%), min {_mib(min(rss_in) if rss_in else None)}, "
           f"max {_mib(max(rss_in) if rss_in else None)} over {t_b - t_a:.0f} s", file=out)
     print(f"joint states sent: {sent.group(1) if sent else '?'} in {sent.group(2) if sent else '?'} s; "
-          f"pairs completed by the node: {completed if completed is not None else '?'}; pairs received "
-          f"complete: {got['pairs']} (highest seq {got['max_seq']}); lost: "
+          f"records published by the node: {completed if completed is not None else '?'}; records received "
+          f"whole: {got['pairs']} (highest seq {got['max_seq']}); lost: "
           f"{lost if lost is not None else '?'}; output {(n_b - n_a) / max(t_b - t_a, 1e-9):.0f} Hz in the "
           f"measured span", file=out)
-    print(f"inputs the node did not turn into pairs (it drops to the newest joint state when busy): "
+    print(f"inputs the node did not turn into records (it drops to the newest joint state when busy): "
           f"{int(sent.group(1)) - completed if sent and completed is not None else '?'}; node's rejects: "
           f"{dropped.group(1) if dropped else '?'}; node exit code {node_rc}; load average at the end "
           f"{load1[0]:.2f} {load1[1]:.2f} {load1[2]:.2f}", file=out, flush=True)
-    if missing or echo.pairer.lost:
+    if missing or reader.bad:
         shown = ", ".join(f"{k} ({t:.0f} s)" for k, t in sorted(missing.items())[:20])
-        print(f"pairs never received complete (seq, seconds since start): {shown or 'none recorded'}"
+        print(f"records never received (seq, seconds since start): {shown or 'none recorded'}"
               + (f" and {len(missing) - 20} more" if len(missing) > 20 else "")
-              + f"; stamp records whose A or B never arrived: {echo.pairer.lost}", file=out, flush=True)
+              + f"; records that did not decode: {reader.bad}", file=out, flush=True)
     ok = lost == 0 and abs(change) <= 1.0
-    print(f"goal (memory flat within 1%, no completed pair lost): {'met' if ok else 'NOT met'}", file=out,
+    print(f"goal (memory flat within 1%, no published record lost): {'met' if ok else 'NOT met'}", file=out,
           flush=True)
     return 0 if ok else 1

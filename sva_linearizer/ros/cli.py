@@ -194,8 +194,9 @@ def add_subcommands(subparsers):
     """Register ``node``, ``demo`` and ``bench-node`` (and the helper ``sim``) on an argparse
     subparsers object; each sets ``func(args) -> int``."""
     p = subparsers.add_parser("node", help="run the linearizer node (rclpy or plain DDS)",
-                              description="Subscribe joint_states (+ odom) and publish linearization/A, "
-                                          "linearization/B and linearization/stamp.")
+                              description="Subscribe joint_states (+ odom) and publish the linearization "
+                                          "record (linearization/record, with its names on "
+                                          "linearization/description), the point and A, B.")
     _add_node_arguments(p)
     p.set_defaults(func=_cmd_node)
 

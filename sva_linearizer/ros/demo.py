@@ -1,12 +1,12 @@
-"""``sva-linearizer demo``: a simulated robot, the node and a live echo of A and B, on loopback DDS.
+"""``sva-linearizer demo``: a simulated robot, the node and a live echo of its records, on loopback DDS.
 
 Three processes on a private DDS domain confined to 127.0.0.1: the simulated robot (by default
 Solo-12 standing still on its four feet, or the bundled quadruped when example-robot-data is not
 installed; it publishes joint_states, odom and the active contact set), the node (``sva-linearizer
 node --transport dds`` with the four feet as world-aligned point contacts), and this one, which
-pairs linearization/A, /B, /forces, /dforces_dz, /dforces_dtau and /stamp (content-addressed, see
-:mod:`sva_linearizer.ros.messages`) and prints sizes, stamp, latency, a few eigenvalues of A and
-the contact forces for a few seconds; then everything is stopped and the demo exits. A robot with
+reads the node's linearization records (:class:`~sva_linearizer.ros.record.RecordReader`) and
+prints sizes, stamp, latency, a few eigenvalues of A and the contact forces for a few seconds;
+then everything is stopped and the demo exits. A robot with
 no known feet (``--robot ur5``) runs as before: free motion under a joint PD controller.
 
 Child processes run the very package this process imported (``_child.module_command``), not
@@ -25,8 +25,7 @@ import time
 import numpy as np
 
 from .._child import same_package
-from .messages import TOPIC_A, TOPIC_B, TOPIC_DFORCES_DTAU, TOPIC_DFORCES_DZ, TOPIC_FORCES, TOPIC_STAMP, Pairer
-from .node import QOS_OUTPUT
+from .record import RecordReader
 from .loopback import loopback_config, loopback_env, private_domain_id
 from .transport_dds import DdsTransport
 
@@ -59,31 +58,6 @@ def stop_process(proc, timeout=10.0):
             proc.kill()
             proc.wait(timeout)
     return proc.returncode
-
-
-class Echo:
-    """Subscribes A, B, the stamp record and the contact forces topics on a transport and pairs
-    them (``readers[2]`` is the stamp record's reader)."""
-
-    def __init__(self, transport, on_pair):
-        self.pairer = Pairer(depth=32)
-        self.on_pair = on_pair
-        self.readers = [
-            transport.create_subscription(TOPIC_A, "std_msgs/msg/Float64MultiArray",
-                                          lambda m, t: self._done(self.pairer.add_A(m), t), QOS_OUTPUT),
-            transport.create_subscription(TOPIC_B, "std_msgs/msg/Float64MultiArray",
-                                          lambda m, t: self._done(self.pairer.add_B(m), t), QOS_OUTPUT),
-            transport.create_subscription(TOPIC_STAMP, "std_msgs/msg/Header",
-                                          lambda m, t: self._done(self.pairer.add_stamp(m), t), QOS_OUTPUT),
-        ]
-        for topic, add in ((TOPIC_FORCES, self.pairer.add_forces), (TOPIC_DFORCES_DZ, self.pairer.add_dforces_dz),
-                           (TOPIC_DFORCES_DTAU, self.pairer.add_dforces_dtau)):
-            self.readers.append(transport.create_subscription(
-                topic, "std_msgs/msg/Float64MultiArray", lambda m, t, add=add: self._done(add(m), t), QOS_OUTPUT))
-
-    def _done(self, pairs, recv_ns):
-        for pair in pairs:
-            self.on_pair(pair, recv_ns)
 
 
 def default_demo_robot() -> str:
@@ -130,36 +104,36 @@ def run_demo(seconds=5.0, robot=None, rate=100.0, startup_timeout=120.0, out=Non
     sim = None
     stats = {"n": 0, "last_print": 0.0, "lat": [], "first": None}
 
-    def on_pair(pair, recv_ns):
+    def on_record(rec, recv_ns):
         now = time.monotonic()
         stats["n"] += 1
-        stats["lat"].append((recv_ns - pair.stamp_ns) * 1e-6)
+        stats["lat"].append((recv_ns - rec.stamp_ns) * 1e-6)
         if stats["first"] is None:
             stats["first"] = now
         if now - stats["last_print"] >= 0.5:
             stats["last_print"] = now
-            ev = np.linalg.eigvals(pair.A)
+            ev = np.linalg.eigvals(rec.A)
             ev = ev[np.argsort(-ev.real)][:4]
             evs = ", ".join(f"{e.real:+.3g}{e.imag:+.3g}j" if abs(e.imag) > 1e-9 else f"{e.real:+.3g}"
                             for e in ev)
-            print(f"[echo] seq {pair.seq:5d}  stamp {pair.stamp_ns * 1e-9:.3f}  A {pair.A.shape[0]}x"
-                  f"{pair.A.shape[1]}  B {pair.B.shape[0]}x{pair.B.shape[1]}  latency "
+            print(f"[echo] seq {rec.seq:5d}  stamp {rec.stamp_ns * 1e-9:.3f}  A {rec.A.shape[0]}x"
+                  f"{rec.A.shape[1]}  B {rec.B.shape[0]}x{rec.B.shape[1]}  latency "
                   f"{stats['lat'][-1]:.2f} ms  eig(A), largest real parts: {evs}", file=out, flush=True)
-            if pair.forces is not None and pair.contacts:
-                starts = np.cumsum([0] + [dim for _, dim in pair.contacts])[:-1]
-                fz = [pair.forces[k + 2] for k in starts]       # world_aligned: z is vertical
+            if rec.forces is not None and rec.contacts:
+                starts = np.cumsum([0] + [dim for _, dim in rec.contacts])[:-1]
+                fz = [rec.forces[k + 2] for k in starts]       # world_aligned: z is vertical
                 print("[echo]        contact forces on the robot, world z (N): "
-                      + ", ".join(f"{frame} {f:.2f}" for (frame, _), f in zip(pair.contacts, fz))
+                      + ", ".join(f"{frame} {f:.2f}" for (frame, _), f in zip(rec.contacts, fz))
                       + f"; sum {sum(fz):.2f} N" + (f" (weight m g = {weight:.2f} N)" if weight else "")
-                      + f"; dforces_dz {pair.dforces_dz.shape[0]}x{pair.dforces_dz.shape[1]}",
+                      + f"; dforces_dz {rec.dforces_dz.shape[0]}x{rec.dforces_dz.shape[1]}",
                       file=out, flush=True)
 
     code = 1
     try:
-        echo = Echo(transport, on_pair)
+        reader = RecordReader(transport, on_record)
         print("demo: starting the node",
               file=out, flush=True)
-        if not transport.wait_for_writers(echo.readers[2], startup_timeout):
+        if not transport.wait_for_writers(reader.record_reader, startup_timeout):
             raise RuntimeError("the node did not come up (see its output above)")
         sim = start_process([py, "-m", "sva_linearizer.ros", "sim", "--robot", robot, "--rate", str(rate),
                              "--mode", "standing" if feet else "dynamics"], env, "  [sim]  ")
@@ -169,16 +143,16 @@ def run_demo(seconds=5.0, robot=None, rate=100.0, startup_timeout=120.0, out=Non
             if node.poll() is not None or sim.poll() is not None:
                 break
         if stats["first"] is None:
-            print("demo: no A/B arrived (see the node's output above)", file=out, flush=True)
+            print("demo: no record arrived (see the node's output above)", file=out, flush=True)
         else:
             end = stats["first"] + seconds
             while time.monotonic() < end and node.poll() is None:
                 transport.spin_once(min(0.1, max(0.0, end - time.monotonic())))
             n, dt = stats["n"], time.monotonic() - stats["first"]
             lat = np.array(stats["lat"])
-            print(f"demo: {n} A/B pairs in {dt:.1f} s ({n / dt:.1f} Hz); latency joint state -> A/B "
+            print(f"demo: {n} records in {dt:.1f} s ({n / dt:.1f} Hz); latency joint state -> record "
                   f"p50 {np.percentile(lat, 50):.2f} ms, p99 {np.percentile(lat, 99):.2f} ms; "
-                  f"unpaired stamp records {echo.pairer.lost}", file=out, flush=True)
+                  f"records that did not decode {reader.bad}", file=out, flush=True)
             code = 0 if n > 0 else 1
     except KeyboardInterrupt:
         code = 130

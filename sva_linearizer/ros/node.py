@@ -15,18 +15,22 @@ node parameters (names, defaults and checks in :mod:`sva_linearizer.ros.paramete
   (nav_msgs/Odometry: pose of the base in the world frame, twist in the base frame per REP 105,
   i.e. exactly the body twist [v_lin; w] of the library's ``v``);
 * for every joint state it gets to (subscription depth 1, so a slow node drops to the newest state
-  instead of queueing; ``max_rate`` limits further by input stamp), computes A and B with
-  :func:`sva_linearizer.linearize` and publishes ``linearization/A``, ``linearization/B`` and the
-  pair record ``linearization/stamp`` (see :mod:`sva_linearizer.ros.messages` for the pairing);
+  instead of queueing; ``max_rate`` limits further by input stamp), linearizes with
+  :func:`sva_linearizer.linearize` (with ``dt`` > 0 also Ad, Bd and :func:`sva_linearizer.next_state`)
+  and publishes the linearization record ``linearization/record``: A, B, the point, the drift and
+  the rest in one message (:mod:`sva_linearizer.ros.record`; its names in
+  ``linearization/description``), then, for tools and consumers of the matrices alone, the point as
+  ``linearization/point/joint_state`` and ``/odom`` (``publish_point``) and ``linearization/A``,
+  ``/B`` (``publish_a_b``);
 * with ``contact_frames`` set (parallel arrays ``contact_kinds``, ``contact_references``,
   ``contact_offsets``, ``contact_baumgarte_kp``/``_kd``: one entry per contact, one for all, or
   none), linearizes with the contacts active at the joint state's stamp: the active set comes on
   ``contacts`` (sensor_msgs/JointState, ``name`` the active contact frames, ``position`` empty or
   1.0/0.0 per name; ``contacts_default_active`` until the first one), paired by stamp like
-  odometry. ``contact_mode`` rigid: KKT contacts, and the forces and their derivatives on
-  ``linearization/forces``, ``/dforces_dz``, ``/dforces_dtau``; forces: the contact forces are
-  inputs (``contact_forces``, geometry_msgs/WrenchStamped per contact, ``frame_id`` its frame,
-  paired by stamp), B = [B_tau | B_f]. The pair record names the active contacts.
+  odometry. ``contact_mode`` rigid: KKT contacts, and the forces and their derivatives in the
+  record; forces: the contact forces are inputs (``contact_forces``, geometry_msgs/WrenchStamped
+  per contact, ``frame_id`` its frame, paired by stamp), B = [B_tau | B_f]. The record says which
+  contacts were active.
 
 Bad input never produces output: NaN/inf values, unknown/missing/duplicate joint names, arrays of
 the wrong length, a quaternion whose norm is off by more than ``quaternion_tolerance``, odometry
@@ -53,24 +57,15 @@ import numpy as np
 import sva_linearizer as sl
 from sva_linearizer._jit import group_state, on_ready
 
-from .log import Throttle
-from .messages import (TOPIC_A, TOPIC_B, TOPIC_DFORCES_DTAU, TOPIC_DFORCES_DZ, TOPIC_FORCES, TOPIC_STAMP,
-                       crc32_hex, make_time, matrix_payload, matrix_to_msg, pair_frame_id, stamp_to_ns)
-from .parameters import contact_specs, normalize_parameters
+from sva_linearizer.labels import z_names
 
-# QoS profiles, transport-neutral (reliability, durability, depth).
-# The input subscriptions are best effort: in ROS 2 (DDS) a best-effort subscription matches both
-# reliable and best-effort publishers, a reliable one only reliable publishers, and many drivers
-# publish joint states with the sensor-data QoS (best effort). The node wants the newest sample
-# anyway (depth 1), so reliable repair of a sample it would skip buys nothing.
-QOS_STATE = dict(reliable=False, transient_local=False, depth=1)    # newest wins
-QOS_ODOM = dict(reliable=False, transient_local=False, depth=10)
-QOS_CONTACTS = dict(reliable=False, transient_local=False, depth=10)
-QOS_FORCES = dict(reliable=False, transient_local=False, depth=32)  # one sample per contact and stamp
-# What the package's own publishers of states use (simulator, tests): ROS 2's default profile.
-QOS_STATE_PUB = dict(reliable=True, transient_local=False, depth=10)
-QOS_DESCRIPTION = dict(reliable=True, transient_local=True, depth=1)  # as robot_state_publisher
-QOS_OUTPUT = dict(reliable=True, transient_local=False, depth=10)
+from .log import Throttle
+from .messages import TOPIC_A, TOPIC_B, joint_state_msg, matrix_to_msg, odometry_msg, stamp_to_ns
+from .parameters import contact_specs, normalize_parameters
+from .qos import (QOS_CONTACTS, QOS_DESCRIPTION, QOS_FORCES, QOS_ODOM, QOS_OUTPUT, QOS_STATE,  # noqa: F401
+                  QOS_STATE_PUB)
+from .record import (TOPIC_DESCRIPTION, TOPIC_POINT_JOINTS, TOPIC_POINT_ODOM, TOPIC_RECORD, description_json,
+                     encode_record, record_msg)
 
 # While numba compiles the kernels in a background process and they run as plain Python, the
 # node's linearizations take at most this share of one core's time: it skips the joint states
@@ -85,11 +80,12 @@ class ModelLoadError(ValueError):
 
 class _Odom:
     """One odometry sample: base position ``p`` (3), unit quaternion ``quat`` (x, y, z, w) and
-    body twist ``twist`` [v_lin; w] (6), all in the library's conventions."""
-    __slots__ = ("stamp", "p", "quat", "twist")
+    body twist ``twist`` [v_lin; w] (6), all in the library's conventions; ``frames`` its
+    (frame_id, child_frame_id)."""
+    __slots__ = ("stamp", "p", "quat", "twist", "frames")
 
-    def __init__(self, stamp, p, quat, twist):
-        self.stamp, self.p, self.quat, self.twist = stamp, p, quat, twist
+    def __init__(self, stamp, p, quat, twist, frames=("", "")):
+        self.stamp, self.p, self.quat, self.twist, self.frames = stamp, p, quat, twist, frames
 
 
 class _Sample:
@@ -178,6 +174,7 @@ class LinearizerNode:
         on_ready(lambda group, seconds: self.log.info(
             f"the compiled {group} kernels are in use ({seconds:.0f} s after the first call): full speed"))
         self.model = None
+        self.description_id = 0
         self.seq = 0
         self.published = 0
         self.rejected: dict = {}
@@ -204,6 +201,11 @@ class LinearizerNode:
             buf.reset_threshold = p["time_reset_threshold"]
 
         self._types = transport.types
+        self._omit = set(p["record_omit"])
+        # the record's names first: a model loaded now publishes them (transient local, as
+        # robot_description), and so does every model that replaces it
+        self._pub_description = transport.create_publisher(TOPIC_DESCRIPTION, "std_msgs/msg/String",
+                                                           QOS_DESCRIPTION)
         source = None
         for key in ("robot_description", "urdf_path", "robot"):
             if p[key]:
@@ -214,16 +216,21 @@ class LinearizerNode:
             if problem is not None:   # a model the parameters name must load: no waiting for a topic
                 raise ModelLoadError(problem)
         # endpoints after the model (and the kernels' warm-up): once they are visible, it is ready
-        self._pub_a = transport.create_publisher(TOPIC_A, "std_msgs/msg/Float64MultiArray", QOS_OUTPUT)
-        self._pub_b = transport.create_publisher(TOPIC_B, "std_msgs/msg/Float64MultiArray", QOS_OUTPUT)
-        self._pub_forces = None
-        if self.contacts and p["contact_mode"] == "rigid":
-            self._pub_forces = [transport.create_publisher(t, "std_msgs/msg/Float64MultiArray", QOS_OUTPUT)
-                                for t in (TOPIC_FORCES, TOPIC_DFORCES_DZ, TOPIC_DFORCES_DTAU)]
-        self.output_topics = [TOPIC_A, TOPIC_B] + ([TOPIC_FORCES, TOPIC_DFORCES_DZ, TOPIC_DFORCES_DTAU]
-                                                   if self._pub_forces else []) + [TOPIC_STAMP]
-        # the pair record last: its writer's appearance tells a subscriber that the node is ready
-        self._pub_stamp = transport.create_publisher(TOPIC_STAMP, "std_msgs/msg/Header", QOS_OUTPUT)
+        self._pub_point = None
+        if p["publish_point"]:
+            self._pub_point = (
+                transport.create_publisher(TOPIC_POINT_JOINTS, "sensor_msgs/msg/JointState", QOS_OUTPUT),
+                transport.create_publisher(TOPIC_POINT_ODOM, "nav_msgs/msg/Odometry", QOS_OUTPUT)
+                if p["floating_base"] else None)
+        self._pub_a = self._pub_b = None
+        if p["publish_a_b"]:
+            self._pub_a = transport.create_publisher(TOPIC_A, "std_msgs/msg/Float64MultiArray", QOS_OUTPUT)
+            self._pub_b = transport.create_publisher(TOPIC_B, "std_msgs/msg/Float64MultiArray", QOS_OUTPUT)
+        self.output_topics = ([TOPIC_POINT_JOINTS] if self._pub_point else []) + (
+            [TOPIC_POINT_ODOM] if self._pub_point and self._pub_point[1] else []) + (
+            [TOPIC_A, TOPIC_B] if self._pub_a else []) + [TOPIC_DESCRIPTION, TOPIC_RECORD]
+        # the record last: its writer's appearance tells a subscriber that the node is ready
+        self._pub_record = transport.create_publisher(TOPIC_RECORD, "std_msgs/msg/Float64MultiArray", QOS_OUTPUT)
         if self.model is None:
             if not p["robot_description_topic"]:
                 self.log.error("no robot model: set robot_description, urdf_path, robot or "
@@ -293,6 +300,11 @@ class LinearizerNode:
                 pass
         warm = time.perf_counter() - t0
         self.model = model
+        self.description_id += 1
+        self._description = description_json(
+            self.description_id, model, z_names(model), self.contacts, p["contact_mode"], p["dt"],
+            sorted(self._omit))
+        self._pub_description.publish(self._types.String(data=self._description))
         self._index = {n: i for i, n in enumerate(model.joint_names)}
         self._perm_cache.clear()
         self._last_stamp = None
@@ -389,7 +401,7 @@ class LinearizerNode:
         norm = float(np.linalg.norm(quat))
         if abs(norm - 1.0) > self.params["quaternion_tolerance"]:
             return self._reject("odom_quaternion", f"odom: quaternion norm {norm:.6g} is not unit")
-        kind, text = self._odom.add(_Odom(stamp, p, quat / norm, twist))
+        kind, text = self._odom.add(_Odom(stamp, p, quat / norm, twist, (msg.header.frame_id, msg.child_frame_id)))
         if kind == "order":
             return self._reject("odom_order", text)
         if kind == "reset":
@@ -506,6 +518,7 @@ class LinearizerNode:
         if isinstance(tau, str):
             return self._reject("joint_states_values", tau)
 
+        odom = None
         if model.floating_base:
             odom, err = self._odom.nearest(stamp, p["max_odom_age"])
             if err is not None:
@@ -522,54 +535,59 @@ class LinearizerNode:
                 return self._reject(*err)
 
         t0 = time.perf_counter()
+        dt = p["dt"]
         try:
             state = sl.State.from_vectors(model, q, v)
             if forces is not None:
-                lin = sl.linearize(model, state, tau, forces=list(zip(active, forces)))
+                lin = sl.linearize(model, state, tau, forces=list(zip(active, forces)), dt=dt or None)
             else:
-                lin = sl.linearize(model, state, tau, contacts=active)
+                lin = sl.linearize(model, state, tau, contacts=active, dt=dt or None)
+            nxt = sl.next_state(model, state, lin.nu_dot, dt) if dt else None
         except Exception as e:
             return self._reject("linearize", f"linearization failed: {type(e).__name__}: {e}")
-        A, B = lin.A, lin.B
-        extra = None
-        if self._pub_forces is not None:
-            if active:
-                extra = (lin.forces.reshape(-1, 1), lin.dforces_dz, lin.dforces_dtau)
-            else:  # no active contact: empty forces, so that every pair has them
-                extra = (np.zeros((0, 1)), np.zeros((0, 2 * model.nv)), np.zeros((0, model.nj)))
-        if not all(np.all(np.isfinite(M)) for M in (A, B, *(extra or ()))):
-            return self._reject("linearize", "linearization: A, B or the contact forces have NaN or "
-                                             "infinite entries")
+        parts = {"q": state.q, "v": state.v, "tau": tau, "nu_dot": lin.nu_dot, "A": lin.A, "B": lin.B}
+        m = 0
+        if self.contacts:
+            on = set(id(c) for c in active)
+            parts["active"] = np.array([1.0 if id(c) in on else 0.0 for c in self.contacts])
+            m = sum(c.dim for c in active)
+            if forces is not None:
+                parts["input_forces"] = np.concatenate(forces) if forces else np.zeros(0)
+            elif active:
+                parts.update(forces=lin.forces, dforces_dz=lin.dforces_dz, dforces_dtau=lin.dforces_dtau)
+        if nxt is not None:
+            parts.update(Ad=lin.Ad, Bd=lin.Bd, q_next=nxt.q, v_next=nxt.v)
+        for name in self._omit:
+            parts.pop(name, None)
+        # never a non-finite number out: the whole record or nothing
+        bad = next((k for k, x in parts.items() if not np.all(np.isfinite(x))), None)
+        if bad is not None:
+            return self._reject("linearize", f"linearization: {bad} has NaN or infinite entries "
+                                             f"(nothing published for this state)")
         seconds = time.perf_counter() - t0
         self.compute_s += seconds
         compiling = any(group_state(g) == "compiling" for g in (("core", "contacts") if active else ("core",)))
         self._plain_until = t0 + seconds / PLAIN_DUTY if compiling else 0.0
-        self._publish(stamp, A, B, active, extra)
+        self._publish(stamp, model, parts, lin.B.shape[1], m, dt, odom, s, r, tau, lin)
         self._last_stamp = stamp
-        return A, B
+        return lin.A, lin.B
 
-    def _publish(self, stamp, A, B, active=None, extra=None):
+    def _publish(self, stamp, model, parts, nw, m, dt, odom, s, r, tau, lin):
+        """The record, then the point and A, B (the record's parts for tools and simple consumers)."""
         types = self._types
-        pa, pb = matrix_payload(A), matrix_payload(B)   # the bytes A's and B's messages carry
         self.seq += 1
-        mode, crcs, payloads = None, None, ()
-        if self.contacts:
-            mode = self.params["contact_mode"]
-            if extra is not None:
-                payloads = [matrix_payload(M) for M in extra]
-                crcs = dict(zip(("F", "dFdz", "dFdtau"), (crc32_hex(x) for x in payloads)))
-        frame_id = pair_frame_id(self.seq, crc32_hex(pa), crc32_hex(pb), mode,
-                                 [(c.frame, c.dim) for c in active or ()], crcs)
-        header = types.Header(stamp=make_time(types, stamp), frame_id=frame_id)
-        self._pub_a.publish(matrix_to_msg(types, A, pa))
-        self._pub_b.publish(matrix_to_msg(types, B, pb))
-        if extra is not None:
-            for pub, M, payload in zip(self._pub_forces, extra, payloads):
-                pub.publish(matrix_to_msg(types, M, payload))
-        self._pub_stamp.publish(header)
+        data = encode_record(self.description_id, self.seq, stamp, model.nv, model.nj, nw, m, dt, parts)
+        self._pub_record.publish(record_msg(types, data))
+        if self._pub_point is not None:
+            self._pub_point[0].publish(joint_state_msg(types, stamp, model.joint_names, s, r, tau))
+            if self._pub_point[1] is not None:
+                self._pub_point[1].publish(odometry_msg(types, stamp, odom.p, odom.quat, odom.twist, *odom.frames))
+        if self._pub_a is not None:
+            self._pub_a.publish(matrix_to_msg(types, lin.A))
+            self._pub_b.publish(matrix_to_msg(types, lin.B))
         self.published += 1
 
     def summary(self) -> str:
         rej = ", ".join(f"{k} {v}" for k, v in sorted(self.rejected.items())) or "none"
         mean = f"{self.compute_s / self.published * 1e3:.3g} ms" if self.published else "n/a"
-        return f"published {self.published} A/B pairs (mean linearize {mean}); dropped: {rej}"
+        return f"published {self.published} records (mean linearize {mean}); dropped: {rej}"

@@ -16,6 +16,8 @@ import math
 
 import sva_linearizer as sl
 
+from .record import SECTIONS
+
 #: The node's default name (parameter files and ``/**`` wildcards are matched against it).
 NODE_NAME = "sva_linearizer"
 
@@ -50,6 +52,11 @@ DEFAULT_PARAMETERS = {
     "contacts_topic": "contacts",              # sensor_msgs/JointState: the active contact set
     "contact_forces_topic": "contact_forces",  # geometry_msgs/WrenchStamped per contact (mode forces)
     "max_contacts_age": 0.1,      # s, |joint state stamp - contact set / force stamp| allowed
+    # the output (docs/ros.md, "The linearization record")
+    "dt": 0.0,                    # s; > 0: the record also holds Ad, Bd and the predicted next state
+    "record_omit": [],            # sections left out of the record (bandwidth), e.g. [Ad, Bd]
+    "publish_point": True,        # the point as linearization/point/joint_state and /odom too
+    "publish_a_b": True,          # A and B as linearization/A and /B too
 }
 
 #: Parameter name -> its ROS 2 type, as the rclpy transport declares it (statically typed, so that
@@ -65,6 +72,7 @@ PARAMETER_TYPES = {
     "contact_offsets": "double_array", "contact_baumgarte_kp": "double_array",
     "contact_baumgarte_kd": "double_array", "contact_mode": "string", "contacts_default_active": "bool",
     "contacts_topic": "string", "contact_forces_topic": "string", "max_contacts_age": "double",
+    "dt": "double", "record_omit": "string_array", "publish_point": "bool", "publish_a_b": "bool",
 }
 
 
@@ -140,7 +148,6 @@ def contact_specs(p: dict) -> list:
     gains_kd = _per_contact(p["contact_baumgarte_kd"], n, "contact_baumgarte_kd", 0.0)
     seen = set()
     for f in frames:
-        # the pair record lists the active contacts as "frame:dim,..." (messages.pair_frame_id)
         if not f or any(c.isspace() or c == "," for c in f):
             raise ValueError(f"parameter contact_frames: {f!r} is not a frame name (empty, or has a "
                              f"space or a comma)")
@@ -217,13 +224,18 @@ def normalize_parameters(params: dict) -> dict:
                 p["floating_base"] = default_floating_base(p["robot"])
             except ValueError:
                 pass  # unknown name: reported when the model is built
-    for k in ("floating_base", "ignore_unknown_joints", "allow_empty_velocity_effort", "contacts_default_active"):
+    for k in ("floating_base", "ignore_unknown_joints", "allow_empty_velocity_effort", "contacts_default_active",
+              "publish_point", "publish_a_b"):
         p[k] = _as_bool(p[k], k)
     for k in ("max_rate", "max_odom_age", "quaternion_tolerance", "time_reset_threshold", "warn_period",
-              "max_contacts_age"):
+              "max_contacts_age", "dt"):
         p[k] = _as_float(p[k], k)
-    for k in ("contact_frames", "contact_kinds", "contact_references"):
+    for k in ("contact_frames", "contact_kinds", "contact_references", "record_omit"):
         p[k] = _as_list(p[k], k, str)
+    unknown = [x for x in p["record_omit"] if x not in SECTIONS]
+    if unknown:
+        raise ValueError(f"parameter record_omit: unknown section(s) {', '.join(unknown)} (the record's "
+                         f"sections: {', '.join(SECTIONS)})")
     for k in ("contact_offsets", "contact_baumgarte_kp", "contact_baumgarte_kd"):
         p[k] = _as_list(p[k], k, float)
     if p["contact_mode"] not in ("rigid", "forces"):

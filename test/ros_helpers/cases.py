@@ -7,7 +7,7 @@ import numpy as np
 
 import sva_linearizer as sl
 from fd_tools import e_max
-from ros_helpers.oracle import pinocchio_A_B
+from ros_helpers.oracle import pinocchio_oracle
 from sva_linearizer.robots import robot_urdf_path
 
 SEC = 1_000_000_000
@@ -35,10 +35,12 @@ def flat(model, s, r, odom):
     return s, r
 
 
-def check_A_B(h, robot, floating, n=3, t0=100, oracle=True, contacts=None):
-    """n shuffled, stamped states (with odometry for a floating base) -> the node's A and B equal
-    the library's and Pinocchio's (e_max <= 1e-8), and each pair carries its input's stamp.
-    contacts: the node's (all active, rigid): the library's A, B with them (no Pinocchio)."""
+def check_A_B(h, robot, floating, n=3, t0=100, oracle=True, contacts=None, dt=0.0):
+    """n shuffled, stamped states (with odometry for a floating base) -> the node's record: A, B and
+    the drift nu_dot equal the library's and Pinocchio's (e_max <= 1e-8), its point is the state
+    sent (in the model's joint order) and its stamp the input's. contacts: the node's (all active,
+    rigid): the library's A, B and forces with them (no Pinocchio). dt: the node's `dt` parameter:
+    Ad, Bd and the predicted next state equal the library's."""
     path = robot_urdf_path(robot)
     model = sl.load_urdf(path, floating_base=floating)
     rng = np.random.default_rng(zlib.crc32(robot.encode()))
@@ -55,12 +57,26 @@ def check_A_B(h, robot, floating, n=3, t0=100, oracle=True, contacts=None):
         lin = sl.linearize(model, sl.State.from_vectors(model, q, v), tau, contacts=contacts)
         assert pair.A.shape == (2 * model.nv, 2 * model.nv) and pair.B.shape == (2 * model.nv, model.nj)
         assert e_max(pair.A, lin.A) <= 1e-8 and e_max(pair.B, lin.B) <= 1e-8
+        assert e_max(pair.nu_dot, lin.nu_dot) <= 1e-8
+        assert pair.joint_names == tuple(model.joint_names) and pair.stamp_ns == stamp
+        np.testing.assert_allclose(pair.q, q, rtol=0, atol=1e-15)
+        np.testing.assert_array_equal(pair.v, v)
+        np.testing.assert_array_equal(pair.tau, tau)
         if contacts:
             assert e_max(pair.forces, lin.forces) <= 1e-8
+        if dt:
+            d = sl.linearize(model, sl.State.from_vectors(model, q, v), tau, contacts=contacts, dt=dt)
+            nxt = sl.next_state(model, sl.State.from_vectors(model, q, v), d.nu_dot, dt)
+            assert pair.dt == dt and e_max(pair.Ad, d.Ad) <= 1e-8 and e_max(pair.Bd, d.Bd) <= 1e-8
+            np.testing.assert_allclose(pair.q_next, nxt.q, rtol=0, atol=1e-12)
+            np.testing.assert_allclose(pair.v_next, nxt.v, rtol=1e-12, atol=1e-12)
+        else:
+            assert pair.dt == 0.0 and pair.Ad is None and pair.q_next is None
         if oracle and not contacts:
-            A_pin, B_pin = pinocchio_A_B(path, model, q, v, tau)
-            assert e_max(pair.A, A_pin) <= 1e-8, f"A vs Pinocchio: e_max {e_max(pair.A, A_pin):.2e}"
-            assert e_max(pair.B, B_pin) <= 1e-8, f"B vs Pinocchio: e_max {e_max(pair.B, B_pin):.2e}"
+            o = pinocchio_oracle(path, model, q, v, tau)
+            assert e_max(pair.A, o.A) <= 1e-8, f"A vs Pinocchio: e_max {e_max(pair.A, o.A):.2e}"
+            assert e_max(pair.B, o.B) <= 1e-8, f"B vs Pinocchio: e_max {e_max(pair.B, o.B):.2e}"
+            assert e_max(pair.nu_dot, o.nu_dot) <= 1e-8, f"nu_dot vs Pinocchio: {e_max(pair.nu_dot, o.nu_dot):.2e}"
 
 
 def check_bad_inputs(h, robot="solo12"):

@@ -12,10 +12,11 @@ import shutil
 import sys
 import time
 
-from sva_linearizer.ros.demo import Echo, start_process, stop_process
+from sva_linearizer.ros.demo import start_process, stop_process
 from sva_linearizer.ros.messages import contacts_msg, joint_state_msg, odometry_msg, wrench_msg
 from sva_linearizer.ros.node import QOS_DESCRIPTION, QOS_STATE_PUB
 from sva_linearizer.ros.loopback import loopback_config, loopback_env, loopback_vars, private_domain_id
+from sva_linearizer.ros.record import RecordReader
 from sva_linearizer.ros.transport_dds import DdsTransport
 
 _counter = itertools.count(1)
@@ -77,7 +78,8 @@ def make_peer(kind, name, domain, namespace=""):
 
 
 class Harness:
-    """Publishes joint_states/odom/robot_description and pairs the node's A/B/stamp.
+    """Publishes joint_states/odom/robot_description and reads the node's records (``pairs``: the
+    records received, in order).
 
     start_node=False: the node is started later by :meth:`start` (e.g. after a transient-local
     robot description was published). contacts=True: also publishers of the contact set
@@ -101,7 +103,7 @@ class Harness:
             self.pub_contacts = T.create_publisher("contacts", "sensor_msgs/msg/JointState", state_qos)
             self.pub_wrench = T.create_publisher("contact_forces", "geometry_msgs/msg/WrenchStamped", state_qos)
         self.pairs = []
-        self.echo = Echo(T, lambda pair, recv_ns: self.pairs.append(pair))
+        self.echo = RecordReader(T, lambda rec, recv_ns: self.pairs.append(rec))
         self.node = None
         if start_node:
             self.start()
@@ -130,7 +132,7 @@ class Harness:
         start = time.monotonic()
         end = start + timeout
         while True:
-            ok = self.transport.wait_for_writers(self.echo.readers[2], max(0.0, end - time.monotonic()))
+            ok = self.transport.wait_for_writers(self.echo.record_reader, max(0.0, end - time.monotonic()))
             if ok and need_js:
                 ok = self.transport.wait_for_readers(self.pub_js, max(0.0, end - time.monotonic()))
             if ok or not self.node.alive() or time.monotonic() - start > compile_limit:

@@ -53,5 +53,5 @@ class FakeTransport:
     def deliver(self, topic, msg, recv_ns=None):
         return self.subs[topic](msg, self.clock_ns if recv_ns is None else recv_ns)
 
-    def count(self, topic="linearization/A"):
+    def count(self, topic="linearization/record"):
         return len(self.published.get(topic, []))

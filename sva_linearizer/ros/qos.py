@@ -1,0 +1,15 @@
+"""The QoS profiles of the node's topics, transport-neutral (reliability, durability, depth)."""
+
+# The input subscriptions are best effort: in ROS 2 (DDS) a best-effort subscription matches both
+# reliable and best-effort publishers, a reliable one only reliable publishers, and many drivers
+# publish joint states with the sensor-data QoS (best effort). The node wants the newest sample
+# anyway (depth 1), so reliable repair of a sample it would skip buys nothing.
+QOS_STATE = dict(reliable=False, transient_local=False, depth=1)    # newest wins
+QOS_ODOM = dict(reliable=False, transient_local=False, depth=10)
+QOS_CONTACTS = dict(reliable=False, transient_local=False, depth=10)
+QOS_FORCES = dict(reliable=False, transient_local=False, depth=32)  # one sample per contact and stamp
+# What the package's own publishers of states use (simulator, tests): ROS 2's default profile.
+QOS_STATE_PUB = dict(reliable=True, transient_local=False, depth=10)
+QOS_DESCRIPTION = dict(reliable=True, transient_local=True, depth=1)  # as robot_state_publisher
+QOS_OUTPUT = dict(reliable=True, transient_local=False, depth=10)
+

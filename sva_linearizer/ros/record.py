@@ -1,0 +1,284 @@
+"""The linearization record: everything a planner needs about one input state, in ONE message.
+
+For every joint state it accepts, the node publishes one ``linearization/record``
+(std_msgs/Float64MultiArray). One DDS sample is delivered whole or not at all, so a consumer never
+sees parts of two records, whatever the middleware drops. Its ``data`` begins with a fixed header
+and a table of contents, then the sections (docs/ros.md, "The linearization record", is the
+definition a consumer in any language is written from):
+
+    data[0]  format (RECORD_FORMAT)        data[6]  nj: joints
+    data[1]  description id                data[7]  nw: columns of B (nj, plus m with forces as inputs)
+    data[2]  seq (1, 2, ... per node)      data[8]  m: rows of the contact forces (active contacts)
+    data[3]  stamp: sec                    data[9]  dt (0: continuous time only)
+    data[4]  stamp: nanosec                data[10] S: number of sections (len(SECTIONS))
+    data[5]  nv                            data[11 + 2k], data[12 + 2k]: offset and length of SECTIONS[k]
+
+A section that is absent (not computed, or left out by the ``record_omit`` parameter) has offset
+and length 0. Matrices are row-major. The names a record refers to (joint names in column order,
+the configured contacts, the base frame, the z and w orderings) change only with the model and
+the configuration: they are in ``linearization/description`` (std_msgs/String holding JSON,
+transient local like robot_description), whose ``id`` the records carry in data[1].
+
+:class:`RecordReader` subscribes both on any transport of the package and hands out
+:class:`Record` objects; :func:`decode_record` does the same for a ``data`` array in hand.
+"""
+from __future__ import annotations
+
+import array
+import json
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .qos import QOS_DESCRIPTION, QOS_OUTPUT
+
+RECORD_FORMAT = 1
+TOPIC_RECORD = "linearization/record"
+TOPIC_DESCRIPTION = "linearization/description"
+# the point the record was computed at, as standard messages for tools (rviz, plotters, echo)
+TOPIC_POINT_JOINTS = "linearization/point/joint_state"
+TOPIC_POINT_ODOM = "linearization/point/odom"
+
+HEADER = ("format", "description", "seq", "stamp_sec", "stamp_nanosec", "nv", "nj", "nw", "m", "dt",
+          "sections")
+#: The sections, in the order of the table of contents; sizes with nq = nv + 1 (floating base) or nv
+#: (fixed base), C = the number of configured contacts:
+#:   q (nq), v (nv), tau (nj): the point (flat vectors as State.from_vectors takes them);
+#:   active (C): 1.0 / 0.0 per configured contact; input_forces (m): the forces the node was given
+#:   (contact_mode forces); nu_dot (nv): the acceleration at the point (the drift's lower half);
+#:   A (2nv x 2nv), B (2nv x nw); Ad, Bd (with dt > 0); q_next (nq), v_next (nv): the state the
+#:   step of dt predicts from the point (sva_linearizer.next_state); forces (m), dforces_dz (m x 2nv),
+#:   dforces_dtau (m x nj): rigid contacts' forces on the robot and their derivatives.
+SECTIONS = ("q", "v", "tau", "active", "input_forces", "nu_dot", "A", "B", "Ad", "Bd", "q_next", "v_next",
+            "forces", "dforces_dz", "dforces_dtau")
+HEADER_SIZE = len(HEADER) + 2 * len(SECTIONS)
+_NS = 1_000_000_000
+
+
+def encode_record(description_id: int, seq: int, stamp_ns: int, nv: int, nj: int, nw: int, m: int, dt: float,
+                  parts: dict) -> np.ndarray:
+    """The record's ``data``: `parts` maps section names to arrays (absent or None: left out)."""
+    arrays = [None] * len(SECTIONS)
+    total = HEADER_SIZE
+    for k, name in enumerate(SECTIONS):
+        x = parts.get(name)
+        if x is not None:
+            arrays[k] = x = np.asarray(x, dtype=np.float64)
+            total += x.size
+    out = np.empty(total)
+    sec, nanosec = divmod(int(stamp_ns), _NS)
+    out[:len(HEADER)] = (RECORD_FORMAT, description_id, seq, sec, nanosec, nv, nj, nw, m, dt, len(SECTIONS))
+    o = HEADER_SIZE
+    for k, x in enumerate(arrays):
+        toc = len(HEADER) + 2 * k
+        if x is None or x.size == 0:
+            out[toc] = out[toc + 1] = 0.0
+            continue
+        out[toc], out[toc + 1] = o, x.size
+        out[o:o + x.size] = x.reshape(-1)
+        o += x.size
+    return out
+
+
+def record_msg(types, data: np.ndarray):
+    """std_msgs/Float64MultiArray of a record's data: one dimension ("record", n, n), offset 0."""
+    values = array.array("d")
+    values.frombytes(np.ascontiguousarray(data, dtype="<f8").tobytes())
+    n = len(values)
+    return types.Float64MultiArray(
+        layout=types.MultiArrayLayout(dim=[types.MultiArrayDimension(label="record", size=n, stride=n)],
+                                      data_offset=0),
+        data=values)
+
+
+@dataclass
+class RecordDescription:
+    """What ``linearization/description`` says (see :func:`description_json`)."""
+    id: int
+    joint_names: tuple
+    floating_base: bool
+    base_frame: str
+    nq: int
+    nv: int
+    nj: int
+    z_names: tuple
+    contact_mode: str | None
+    contacts: tuple        # ({"frame", "kind", "dim", "reference", "offset", "baumgarte"}, ...)
+    dt: float
+    omitted: tuple
+    raw: dict = field(repr=False, default_factory=dict)
+
+    @classmethod
+    def from_json(cls, text: str) -> "RecordDescription":
+        d = json.loads(text)
+        if d.get("format") != RECORD_FORMAT:
+            raise ValueError(f"linearization/description: format {d.get('format')!r}, this reader knows "
+                             f"{RECORD_FORMAT}")
+        return cls(int(d["id"]), tuple(d["joint_names"]), bool(d["floating_base"]), d["base_frame"],
+                   int(d["nq"]), int(d["nv"]), int(d["nj"]), tuple(d["z"]), d.get("contact_mode"),
+                   tuple(d.get("contacts", ())), float(d["dt"]), tuple(d.get("omitted", ())), d)
+
+
+def description_json(description_id: int, model, z_names, contacts=(), contact_mode=None, dt=0.0,
+                     omitted=()) -> str:
+    """The JSON text of ``linearization/description`` for a model and the node's configuration."""
+    nq = model.nv + 1 if model.floating_base else model.nv
+    return json.dumps({
+        "format": RECORD_FORMAT, "id": int(description_id),
+        "joint_names": list(model.joint_names), "floating_base": bool(model.floating_base),
+        "base_frame": model.base_name,
+        "nq": nq, "nv": model.nv, "nj": model.nj,
+        "z": list(z_names),
+        "contact_mode": contact_mode if contacts else None,
+        "contacts": [{"frame": c.frame, "kind": c.kind, "dim": c.dim, "reference": c.reference,
+                      "offset": [float(x) for x in c.offset], "baumgarte": [float(x) for x in c.baumgarte]}
+                     for c in contacts],
+        "dt": float(dt), "sections": list(SECTIONS), "omitted": list(omitted),
+    })
+
+
+@dataclass
+class Record:
+    """One decoded record. The point: ``q``, ``v``, ``tau`` (flat, as State.from_vectors), the
+    active contacts ``contacts`` [(frame, dim)] in the order their components stack, and with
+    forces as inputs ``input_forces``; the drift ``nu_dot`` (``f0`` = [v; nu_dot], so that
+    z_dot = f0 + A dz + B dw); ``A``, ``B``; with dt > 0 ``Ad``, ``Bd``, ``q_next``, ``v_next``;
+    with rigid contacts ``forces``, ``dforces_dz``, ``dforces_dtau``. A section left out is None."""
+    seq: int
+    stamp_ns: int
+    description: RecordDescription
+    nv: int
+    nj: int
+    nw: int
+    m: int
+    dt: float
+    contacts: tuple
+    q: np.ndarray | None = None
+    v: np.ndarray | None = None
+    tau: np.ndarray | None = None
+    active: np.ndarray | None = None
+    input_forces: np.ndarray | None = None
+    nu_dot: np.ndarray | None = None
+    A: np.ndarray | None = None
+    B: np.ndarray | None = None
+    Ad: np.ndarray | None = None
+    Bd: np.ndarray | None = None
+    q_next: np.ndarray | None = None
+    v_next: np.ndarray | None = None
+    forces: np.ndarray | None = None
+    dforces_dz: np.ndarray | None = None
+    dforces_dtau: np.ndarray | None = None
+
+    @property
+    def joint_names(self) -> tuple:
+        return self.description.joint_names
+
+    @property
+    def mode(self) -> str | None:
+        return self.description.contact_mode
+
+    @property
+    def f0(self) -> np.ndarray | None:
+        """z_dot at the point: [v; nu_dot] (2nv)."""
+        if self.v is None or self.nu_dot is None:
+            return None
+        return np.concatenate([self.v, self.nu_dot])
+
+
+def _shapes(description: RecordDescription, nv: int, nj: int, nw: int, m: int) -> dict:
+    n2, nq = 2 * nv, description.nq
+    return {"q": (nq,), "v": (nv,), "tau": (nj,), "active": (len(description.contacts),), "input_forces": (m,),
+            "nu_dot": (nv,), "A": (n2, n2), "B": (n2, nw), "Ad": (n2, n2), "Bd": (n2, nw), "q_next": (nq,),
+            "v_next": (nv,), "forces": (m,), "dforces_dz": (m, n2), "dforces_dtau": (m, nj)}
+
+
+def decode_record(data, description: RecordDescription) -> Record:
+    """A record's ``data`` (any sequence of float64) -> :class:`Record`; ValueError when it is not
+    a record of this format and description, or its table of contents does not fit its sizes."""
+    x = np.asarray(data, dtype=np.float64).reshape(-1)
+    if x.size < HEADER_SIZE:
+        raise ValueError(f"linearization/record: {x.size} values, shorter than the header ({HEADER_SIZE})")
+    head = dict(zip(HEADER, x[:len(HEADER)]))
+    if head["format"] != RECORD_FORMAT or head["sections"] != len(SECTIONS):
+        raise ValueError(f"linearization/record: format {head['format']:g} with {head['sections']:g} sections, "
+                         f"this reader knows format {RECORD_FORMAT} with {len(SECTIONS)}")
+    if int(head["description"]) != description.id:
+        raise ValueError(f"linearization/record: description {head['description']:g}, the reader has "
+                         f"{description.id}")
+    nv, nj, nw, m = (int(head[k]) for k in ("nv", "nj", "nw", "m"))
+    if (nv, nj) != (description.nv, description.nj):
+        raise ValueError(f"linearization/record: nv {nv}, nj {nj} against the description's "
+                         f"{description.nv}, {description.nj}")
+    shapes = _shapes(description, nv, nj, nw, m)
+    parts = {}
+    for k, name in enumerate(SECTIONS):
+        off, n = int(x[len(HEADER) + 2 * k]), int(x[len(HEADER) + 2 * k + 1])
+        if n == 0:
+            continue
+        shape = shapes[name]
+        if n != int(np.prod(shape)) or off < HEADER_SIZE or off + n > x.size:
+            raise ValueError(f"linearization/record: section {name} at {off} with {n} values does not fit "
+                             f"a {shape} in {x.size} values")
+        parts[name] = x[off:off + n].reshape(shape)
+    contacts = ()
+    if "active" in parts:
+        contacts = tuple((c["frame"], int(c["dim"])) for c, on in zip(description.contacts, parts["active"])
+                         if on)
+    sec, nanosec = int(head["stamp_sec"]), int(head["stamp_nanosec"])
+    return Record(int(head["seq"]), sec * _NS + nanosec, description, nv, nj, nw, m, float(head["dt"]), contacts,
+                  **parts)
+
+
+class RecordReader:
+    """A consumer of the node's records on one of the package's transports (rclpy or DDS):
+    subscribes ``linearization/description`` (transient local) and ``linearization/record``, and
+    calls ``on_record(record, receive_time_ns)`` for each record, decoded against the description
+    it names. A record whose description has not arrived yet is kept (the last few) until it does;
+    one that does not decode is counted in ``bad`` and dropped, with its reason in ``last_error``."""
+
+    def __init__(self, transport, on_record, qos_record=None, keep: int = 8):
+        self.on_record = on_record
+        self.description: RecordDescription | None = None
+        self.bad = 0
+        self.last_error = None
+        self._waiting: list = []
+        self._keep = keep
+        self.readers = [
+            transport.create_subscription(TOPIC_DESCRIPTION, "std_msgs/msg/String", self.add_description,
+                                          QOS_DESCRIPTION),
+            transport.create_subscription(TOPIC_RECORD, "std_msgs/msg/Float64MultiArray", self.add_record,
+                                          qos_record or QOS_OUTPUT),
+        ]
+
+    @property
+    def record_reader(self):
+        """The subscription of the records (its writer appearing: the node is up)."""
+        return self.readers[1]
+
+    def add_description(self, msg, recv_ns=None):
+        try:
+            self.description = RecordDescription.from_json(msg.data)
+        except (ValueError, KeyError, TypeError) as e:
+            self.bad += 1
+            self.last_error = f"linearization/description: {e}"
+            return
+        waiting, self._waiting = self._waiting, []
+        for data, t in waiting:
+            self.add_record_data(data, t)
+
+    def add_record(self, msg, recv_ns=None):
+        self.add_record_data(msg.data, recv_ns)
+
+    def add_record_data(self, data, recv_ns=None):
+        x = np.asarray(data, dtype=np.float64)
+        if self.description is None or (x.size > 1 and int(x[1]) != self.description.id):
+            self._waiting.append((x, recv_ns))
+            del self._waiting[:-self._keep]
+            return
+        try:
+            record = decode_record(x, self.description)
+        except ValueError as e:
+            self.bad += 1
+            self.last_error = str(e)
+            return
+        self.on_record(record, recv_ns)

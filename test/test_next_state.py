@@ -1,0 +1,79 @@
+"""next_state: the semi-implicit Euler step that Ad, Bd linearize. Its pose update is checked against
+the matrix exponential of the twist (scipy's expm of the 4x4 twist matrix, independent of the
+package's se3_exp), and Ad, Bd against central differences of the step itself around the state it
+predicts: x_pt (+) z one step later is next_state(x_pt) (+) (Ad z + Bd w) to first order."""
+import numpy as np
+import pytest
+from scipy.linalg import expm
+
+import sva_linearizer as sl
+from fd_tools import e_max, perturbed, random_state, random_tree
+from sva_linearizer.spatial import se3_log
+
+
+def _hat(xi):
+    v, w = xi[:3], xi[3:]
+    return np.array([[0.0, -w[2], w[1], v[0]], [w[2], 0.0, -w[0], v[1]], [-w[1], w[0], 0.0, v[2]],
+                     [0.0, 0.0, 0.0, 0.0]])
+
+
+def _minus(model, x, y):
+    """x (-) y: z with y (+) z = x (the perturbation of A's columns)."""
+    nv, nj = model.nv, model.nj
+    if not model.floating_base:
+        return np.r_[x.s - y.s, x.r - y.r]
+    dR = y.R.T @ x.R
+    dp = y.R.T @ (x.p - y.p)
+    return np.r_[se3_log(dR, dp), x.s - y.s, x.v_base - y.v_base, x.r - y.r][:2 * nv]
+
+
+def test_next_state_is_the_symplectic_euler_step_on_se3():
+    rng = np.random.default_rng(11)
+    model = random_tree(rng, n=5, floating_base=True)
+    st = random_state(model, rng)
+    nu_dot = rng.normal(size=model.nv)
+    dt = 0.01
+    nxt = sl.next_state(model, st, nu_dot, dt)
+    v_plus = st.v + dt * nu_dot
+    H = np.eye(4)
+    H[:3, :3], H[:3, 3] = st.R, st.p
+    H_plus = H @ expm(_hat(dt * v_plus[:6]))
+    assert np.allclose(nxt.R, H_plus[:3, :3], atol=1e-13) and np.allclose(nxt.p, H_plus[:3, 3], atol=1e-13)
+    assert np.allclose(nxt.v, v_plus, atol=0) and np.allclose(nxt.s, st.s + dt * v_plus[6:], atol=1e-15)
+    fixed = random_tree(rng, n=4, floating_base=False)
+    st = random_state(fixed, rng)
+    nxt = sl.next_state(fixed, st, np.ones(fixed.nv), dt)
+    assert np.allclose(nxt.r, st.r + dt) and np.allclose(nxt.s, st.s + dt * (st.r + dt))
+    with pytest.raises(ValueError, match="dt must be a positive"):
+        sl.next_state(fixed, st, np.ones(fixed.nv), 0.0)
+    with pytest.raises(ValueError, match="nu_dot"):
+        sl.next_state(fixed, st, np.ones(fixed.nv + 1), dt)
+
+
+@pytest.mark.parametrize("floating", [True, False])
+def test_Ad_Bd_linearize_next_state(floating):
+    rng = np.random.default_rng(12 + floating)
+    model = random_tree(rng, n=5, floating_base=floating)
+    st = random_state(model, rng)
+    tau = rng.normal(size=model.nj)
+    dt, h = 0.01, 1e-6
+    lin = sl.linearize(model, st, tau, dt=dt)
+    center = sl.next_state(model, st, lin.nu_dot, dt)
+    n2, nj = 2 * model.nv, model.nj
+
+    def step(z, w):
+        x = perturbed(model, st, z)
+        return _minus(model, sl.next_state(model, x, sl.forward_dynamics(model, x, tau + w), dt), center)
+
+    Ad = np.zeros((n2, n2))
+    for c in range(n2):
+        e = np.zeros(n2)
+        e[c] = h
+        Ad[:, c] = (step(e, np.zeros(nj)) - step(-e, np.zeros(nj))) / (2 * h)
+    Bd = np.zeros((n2, nj))
+    for c in range(nj):
+        e = np.zeros(nj)
+        e[c] = h
+        Bd[:, c] = (step(np.zeros(n2), e) - step(np.zeros(n2), -e)) / (2 * h)
+    assert np.allclose(step(np.zeros(n2), np.zeros(nj)), 0.0, atol=1e-13)
+    assert e_max(lin.Ad, Ad) < 1e-6 and e_max(lin.Bd, Bd) < 1e-6, (e_max(lin.Ad, Ad), e_max(lin.Bd, Bd))
