@@ -77,3 +77,43 @@ def test_Ad_Bd_linearize_next_state(floating):
         Bd[:, c] = (step(np.zeros(n2), e) - step(np.zeros(n2), -e)) / (2 * h)
     assert np.allclose(step(np.zeros(n2), np.zeros(nj)), 0.0, atol=1e-13)
     assert e_max(lin.Ad, Ad) < 1e-6 and e_max(lin.Bd, Bd) < 1e-6, (e_max(lin.Ad, Ad), e_max(lin.Bd, Bd))
+
+
+def test_the_affine_model_in_the_fixed_chart_at_the_point():
+    """docs/ros.md, "The model the record gives": in the chart x = x_pt (+) zeta with x_pt fixed,
+    zeta_dot = f0 + A_f zeta + B dw to first order, f0 = [v; nu_dot] and A_f = A with ad(v)/2 added
+    to the z_H block. Checked by central differences of zeta_dot, itself a central difference in
+    time of the true motion (the pose moving with the body twist, nu with FD)."""
+    rng = np.random.default_rng(21)
+    model = random_tree(rng, n=4, floating_base=True)
+    st = random_state(model, rng)
+    tau = rng.normal(size=model.nj)
+    lin = sl.linearize(model, st, tau)
+    n2, nv = 2 * model.nv, model.nv
+
+    def zeta_dot(zeta, t=1e-6):
+        x = perturbed(model, st, zeta)
+        nu_dot = sl.forward_dynamics(model, x, tau)
+        ends = []
+        for sign in (1.0, -1.0):
+            h = sign * t
+            moved = perturbed(model, x, np.r_[h * x.v, h * nu_dot])   # x(h) to first order in h
+            ends.append(_minus(model, moved, st))
+        return (ends[0] - ends[1]) / (2 * t)
+
+    f0 = np.r_[st.v, lin.nu_dot]
+    assert np.allclose(zeta_dot(np.zeros(n2)), f0, rtol=1e-7, atol=1e-7)
+    J = np.zeros((n2, n2))
+    e = 1e-4
+    for c in range(n2):
+        d = np.zeros(n2)
+        d[c] = e
+        J[:, c] = (zeta_dot(d) - zeta_dot(-d)) / (2 * e)
+    v = st.v[:6]
+    ad = np.zeros((6, 6))
+    W, U = _hat(np.r_[0.0, 0.0, 0.0, v[3:]])[:3, :3], _hat(np.r_[0.0, 0.0, 0.0, v[:3]])[:3, :3]
+    ad[:3, :3], ad[:3, 3:], ad[3:, 3:] = W, U, W
+    A_f = lin.A.copy()
+    A_f[:6, :6] += ad / 2
+    assert e_max(J, A_f) < 1e-5, e_max(J, A_f)
+    assert e_max(J, lin.A) > 1e-3            # A alone is the deviation from the nominal motion

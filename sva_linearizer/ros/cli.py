@@ -157,8 +157,12 @@ def _reporting_errors(name, fn):
 
 
 def _cmd_demo(args):
-    from .demo import run_demo
+    from .demo import run_control_demo, run_demo
 
+    if args.control:
+        return _reporting_errors("demo", lambda: run_control_demo(
+            seconds=args.seconds, robot=args.robot, rate=args.rate, plant=args.plant,
+            corrupt_record=args.corrupt_record))
     return _reporting_errors("demo", lambda: run_demo(seconds=args.seconds, robot=args.robot, rate=args.rate))
 
 
@@ -183,14 +187,19 @@ def _cmd_bench(args):
 
 
 def _cmd_sim(args):
-    from .sim import run_sim_publisher
+    from .sim import run_sim_control, run_sim_publisher
 
+    if args.mode == "control":
+        return _reporting_errors("sim", lambda: run_sim_control(robot=args.robot, rate=args.rate, seconds=args.seconds,
+                                                                plant=args.plant, kind=args.transport))
     return _reporting_errors("sim", lambda: run_sim_publisher(robot=args.robot, rate=args.rate,
                                                               seconds=args.seconds, mode=args.mode,
                                                               kind=args.transport))
 
 
 def add_subcommands(subparsers):
+    from .control import CORRUPTIONS
+
     """Register ``node``, ``demo`` and ``bench-node`` (and the helper ``sim``) on an argparse
     subparsers object; each sets ``func(args) -> int``."""
     p = subparsers.add_parser("node", help="run the linearizer node (rclpy or plain DDS)",
@@ -208,6 +217,14 @@ def add_subcommands(subparsers):
                    help="robot to simulate (default: solo12 when example-robot-data is installed, else the "
                         "bundled quadruped; both stand on their feet; other robots move freely)")
     d.add_argument("--rate", type=float, default=100.0, help="joint_states rate in Hz (default 100)")
+    d.add_argument("--control", action="store_true",
+                   help="close the loop: a controller reading only the node's records sends torques to the "
+                        "simulated robot (a quadruped stands and is pushed; --robot ur5: an arm tracks a moving "
+                        "reference); exit code 0 when the recovery or tracking meets its bounds")
+    d.add_argument("--plant", choices=("pinocchio", "package"), default=None,
+                   help="--control: the simulated robot's dynamics (default: Pinocchio when installed)")
+    d.add_argument("--corrupt-record", choices=CORRUPTIONS, default=None,
+                   help="--control: damage every record before the controller uses it (the loop must fail)")
     d.set_defaults(func=_cmd_demo)
 
     b = subparsers.add_parser("bench-node", help="node output rate and latency over loopback DDS or ROS 2 "
@@ -237,9 +254,12 @@ def add_subcommands(subparsers):
     s.add_argument("--robot", default="quadruped")
     s.add_argument("--rate", type=float, default=100.0)
     s.add_argument("--seconds", type=float, default=None)
-    s.add_argument("--mode", choices=("dynamics", "random", "standing"), default="dynamics",
+    s.add_argument("--mode", choices=("dynamics", "random", "standing", "control"), default="dynamics",
                    help="dynamics: integrate the forward dynamics; random: random valid states; standing: a "
-                        "quadruped standing still on its four feet, with the contact set on `contacts`")
+                        "quadruped standing still on its four feet, with the contact set on `contacts`; "
+                        "control: integrate the torques commanded on effort_controller/commands")
+    s.add_argument("--plant", choices=("pinocchio", "package"), default="pinocchio",
+                   help="--mode control: the dynamics integrated")
     s.add_argument("--transport", choices=("dds", "rclpy"), default="dds")
     s.set_defaults(func=_cmd_sim)
 

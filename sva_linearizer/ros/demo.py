@@ -25,6 +25,7 @@ import time
 import numpy as np
 
 from .._child import same_package
+from .qos import QOS_OUTPUT
 from .record import RecordReader
 from .loopback import loopback_config, loopback_env, private_domain_id
 from .transport_dds import DdsTransport
@@ -164,3 +165,171 @@ def run_demo(seconds=5.0, robot=None, rate=100.0, startup_timeout=120.0, out=Non
         time.sleep(0.2)  # let the pump threads print the children's last lines
     print(f"demo: done (node exit code {node.returncode})", file=out, flush=True)
     return code
+
+
+#: The closed-loop demo's reference for an arm: each joint swings by ARM_SWING rad at ARM_HZ
+#: around where it started; its costs (Q on the position and velocity errors, R on the torque).
+ARM_SWING, ARM_HZ = 0.3, 0.5
+COST = {"q": 1.0e3, "v": 1.0, "tau": 1.0e-3}
+#: The verdict's bounds (docs/ros.md, "A controller on the record"). Arm: the largest joint error
+#: after the first second, at most half of what the reference moves in one period at its fastest
+#: (ARM_SWING 2 pi ARM_HZ / rate / 2): a loop that mispredicts one period's motion (the drift) lags
+#: by about a whole one. Quadruped: the base's distance from where it stood and its tilt, averaged
+#: over the last half second, and the largest distance while it is pushed.
+BOUNDS = {"base_offset_m": 0.001, "base_tilt_rad": 0.005, "push_peak_m": 0.02}
+
+
+def arm_bound(rate: float) -> float:
+    return ARM_SWING * 2 * np.pi * ARM_HZ / rate / 2
+
+
+def run_control_demo(seconds=5.0, robot=None, rate=100.0, plant=None, corrupt_record=None, out=None,
+                     startup_timeout=120.0) -> int:
+    """``sva-linearizer demo --control``: the node, a simulated robot taking torque commands (the
+    plant: Pinocchio when installed, else the package's own dynamics) and, in this process, a
+    controller (control.RecordLQR) that reads only the node's records and sends torques. A
+    quadruped stands and is pushed; an arm tracks a moving joint reference. Prints the push, the
+    errors as they go, the loop's rate and latency, and the verdict against BOUNDS (exit code 0
+    when met). corrupt_record: one of control.CORRUPTIONS, applied to every record before the
+    controller sees it (the loop must then fail)."""
+    from sva_linearizer.robots import load_robot
+
+    from .control import RecordLQR, corrupt
+    from .plant import pin
+    from .sim import STANDING_FEET, TOPIC_COMMANDS
+
+    out = out or sys.stdout
+    robot = robot or default_demo_robot()
+    plant = plant or ("pinocchio" if pin is not None else "package")
+    model = load_robot(robot)
+    feet = STANDING_FEET.get(robot) if model.floating_base else None
+    if model.floating_base and not feet:
+        raise ValueError(f"demo --control: '{robot}' has a floating base but no known feet "
+                         f"(known: {', '.join(STANDING_FEET)}); an arm or a standing quadruped")
+    domain = private_domain_id()
+    env = loopback_env(domain)
+    dt = 1.0 / rate
+    task = ("standing on four point contacts, pushed sideways" if feet
+            else f"tracking each joint's {ARM_SWING:g} rad {ARM_HZ:g} Hz swing")
+    print(f"demo --control: robot '{robot}', {task}; plant: {plant}; loop at {rate:g} Hz (node dt = {dt:g} s)"
+          + (f"; records corrupted: {corrupt_record}" if corrupt_record else ""), file=out, flush=True)
+    node_args = ["--robot", robot, "--transport", "dds", "--param", "warn_period=1.0", "--param", f"dt={dt}"]
+    if feet:
+        from .sim import BAUMGARTE
+
+        node_args += ["--param", f"contact_frames=[{', '.join(feet)}]", "--param", "contact_references=world_aligned",
+                      "--param", f"contact_baumgarte_kp={BAUMGARTE[0]}", "--param", f"contact_baumgarte_kd={BAUMGARTE[1]}"]
+    node = start_process([sys.executable, "-m", "sva_linearizer.ros", "node", *node_args], env, "  [node] ")
+    transport = DdsTransport("sva_linearizer_controller", domain_id=domain, config=loopback_config())
+    pub = transport.create_publisher(TOPIC_COMMANDS, "std_msgs/msg/Float64MultiArray", QOS_OUTPUT)
+    nv = model.nv
+    Q = np.diag([COST["q"]] * nv + [COST["v"]] * nv)
+    R = np.eye(model.nj) * COST["tau"]
+    start = {}
+
+    def reference(t):
+        q0 = start["q"]
+        if feet:
+            return q0, np.zeros(nv)
+        w = 2 * np.pi * ARM_HZ
+        x = t - start["t"]
+        return q0 + ARM_SWING * np.sin(w * x), np.full(nv, ARM_SWING * w) * np.cos(w * x)
+
+    ctrl = RecordLQR(reference, Q, R)
+    log = {"wall": [], "err": [], "t": [], "n": 0, "failed": None, "last_print": 0.0}
+
+    def on_record(rec, recv_ns):
+        if log["failed"]:
+            return
+        if not start:
+            start.update(q=rec.q.copy(), v=rec.v.copy(), t=rec.stamp_ns * 1e-9)
+        t = rec.stamp_ns * 1e-9 - start["t"]
+        used = corrupt(rec, corrupt_record) if corrupt_record else rec
+        try:
+            tau = ctrl.command(used)
+        except (ValueError, np.linalg.LinAlgError) as e:
+            log["failed"] = f"{type(e).__name__}: {e}"
+            print(f"demo --control: the controller cannot use the record: {log['failed']}", file=out, flush=True)
+            return
+        if not np.all(np.isfinite(tau)):
+            log["failed"] = "the controller's torques are not finite"
+            return
+        pub.publish(transport.types.Float64MultiArray(
+            layout=transport.types.MultiArrayLayout(dim=[], data_offset=0), data=[float(x) for x in tau]))
+        log["wall"].append(time.monotonic())
+        log["n"] += 1
+        q_ref, _ = reference(rec.stamp_ns * 1e-9)
+        if feet:
+            from .control import state_minus
+            z = state_minus(rec.q, rec.v, q_ref, np.zeros(nv), True)
+            err = (float(np.linalg.norm(rec.q[:3] - q_ref[:3])), float(np.linalg.norm(z[3:6])))
+        else:
+            err = (float(np.max(np.abs(rec.q - q_ref))), 0.0)
+        log["t"].append(t)
+        log["err"].append(err)
+        if t - log["last_print"] >= 0.25:
+            log["last_print"] = t
+            what = (f"base offset {err[0] * 1e3:7.2f} mm, tilt {err[1] * 1e3:6.2f} mrad" if feet
+                    else f"largest joint error {err[0] * 1e3:7.2f} mrad")
+            print(f"[control] t {t:5.2f} s  {what}  |tau| {np.linalg.norm(tau):7.2f} N m", file=out, flush=True)
+
+    code = 1
+    sim = None
+    try:
+        reader = RecordReader(transport, on_record)
+        if not transport.wait_for_writers(reader.record_reader, startup_timeout):
+            raise RuntimeError("the node did not come up (see its output above)")
+        sim = start_process([sys.executable, "-m", "sva_linearizer.ros", "sim", "--mode", "control", "--robot", robot,
+                             "--rate", str(rate), "--seconds", str(seconds + 1.0), "--plant", plant], env, "  [sim]  ")
+        deadline = time.monotonic() + startup_timeout
+        while not start and time.monotonic() < deadline and node.poll() is None and sim.poll() is None:
+            transport.spin_once(0.1)
+        # the loop's own time (the simulator's clock: slower than the wall's on a busy machine)
+        deadline = time.monotonic() + 20 * seconds + 60.0
+        while (start and (not log["t"] or log["t"][-1] < seconds) and time.monotonic() < deadline
+               and node.poll() is None and sim.poll() is None and not log["failed"]):
+            transport.spin_once(0.05)
+        code = _control_verdict(log, feet, seconds, rate, out)
+        if sim.poll() is None:
+            stop_process(sim)
+        sim.wait(10)
+    except KeyboardInterrupt:
+        code = 130
+    finally:
+        for proc in (sim, node):
+            if proc is not None:
+                stop_process(proc)
+        transport.close()
+        time.sleep(0.2)
+    return code
+
+
+def _control_verdict(log, feet, seconds, rate, out) -> int:
+    """Print the loop's figures and the verdict against BOUNDS; 0 when met."""
+    if log["failed"] or not log["t"]:
+        print(f"demo --control: FAILED ({log['failed'] or 'no record arrived'})", file=out, flush=True)
+        return 1
+    t, err = np.array(log["t"]), np.array(log["err"])
+    wall = max(log["wall"][-1] - log["wall"][0], 1e-9)
+    print(f"demo --control: {log['n']} records -> torque commands over {t[-1]:.2f} s of the robot's time in "
+          f"{wall:.2f} s ({log['n'] / wall:.1f} Hz); the simulator's round trip below", file=out, flush=True)
+    if t[-1] < 0.9 * seconds:
+        print(f"demo --control: FAILED (the loop ran {t[-1]:.1f} of {seconds:g} s)", file=out, flush=True)
+        return 1
+    if feet:
+        tail = t >= t[-1] - 0.5
+        offset, tilt = float(err[tail, 0].mean()), float(err[tail, 1].mean())
+        peak = float(err[:, 0].max())
+        ok = (offset <= BOUNDS["base_offset_m"] and tilt <= BOUNDS["base_tilt_rad"]
+              and peak <= BOUNDS["push_peak_m"] and np.all(np.isfinite(err)))
+        print(f"demo --control: push recovery: largest base offset {peak * 1e3:.2f} mm (bound "
+              f"{BOUNDS['push_peak_m'] * 1e3:g}); over the last 0.5 s offset {offset * 1e3:.3f} mm (bound "
+              f"{BOUNDS['base_offset_m'] * 1e3:g}), tilt {tilt * 1e3:.3f} mrad (bound {BOUNDS['base_tilt_rad'] * 1e3:g}): "
+              f"{'met' if ok else 'NOT met'}", file=out, flush=True)
+    else:
+        after = t >= 1.0
+        worst = float(err[after, 0].max()) if after.any() else float("inf")
+        ok = worst <= arm_bound(rate)
+        print(f"demo --control: tracking: largest joint error after 1 s {worst * 1e3:.3f} mrad (bound "
+              f"{arm_bound(rate) * 1e3:.3g}): {'met' if ok else 'NOT met'}", file=out, flush=True)
+    return 0 if ok else 1

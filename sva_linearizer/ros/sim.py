@@ -207,3 +207,147 @@ def run_sim_publisher(robot="quadruped", rate=100.0, seconds=None, mode="dynamic
         if own:
             transport.close()
     return 0
+
+
+#: The topic of the joint torque commands: as ros2_control's effort controllers
+#: (effort_controllers/JointGroupEffortController, forward_command_controller) take them:
+#: std_msgs/Float64MultiArray, one value per joint in the controller's joint order (here the
+#: model's: linearization/description's joint_names).
+TOPIC_COMMANDS = "effort_controller/commands"
+BAUMGARTE = (100.0, 20.0)   # (Kp, Kd) of the feet's contact corrector, in the plant and the node's config
+
+
+def arm_posture(model) -> np.ndarray:
+    """A bent arm away from its singular stretched pose: 0.4 rad on every other joint."""
+    return np.array([0.4 * ((j % 2) * 2 - 1) * (j % 3 != 0) for j in range(model.nj)])
+
+
+def initial_state(model, feet):
+    """(q, v, tau) the control demo starts from: standing still on the feet (standing_state), or
+    the arm at arm_posture held against gravity (tau = the gravity torques)."""
+    if feet:
+        q, v, tau, _ = standing_state(model, [sl.Contact(f) for f in feet])
+        return q, v, tau
+    s = arm_posture(model)
+    st = sl.State(model, s=s)
+    return s, np.zeros(model.nv), sl.extended_inverse_dynamics(model, st, np.zeros(model.nv))[-model.nj:]
+
+
+def make_plant(kind: str, robot: str, model, q0, feet):
+    """The simulated robot: "pinocchio" (independent of this package) or "package" (its own dynamics)."""
+    from sva_linearizer.robots import robot_urdf_path
+
+    from .plant import MISSING, PackagePlant, Plant, pin
+
+    if kind == "pinocchio":
+        if pin is None:
+            raise ValueError(MISSING)
+        plant = Plant(robot_urdf_path(robot), list(model.joint_names), model.floating_base, tuple(model.gravity))
+    elif kind == "package":
+        plant = PackagePlant(model)
+    else:
+        raise ValueError(f"plant must be pinocchio or package, got {kind!r}")
+    if feet:
+        plant.add_point_contacts(q0, feet, *BAUMGARTE)
+    return plant
+
+
+def run_sim_control(robot="quadruped", rate=100.0, seconds=10.0, plant="pinocchio", push_at=1.0,
+                    push_force=0.5, push_seconds=0.1, transport=None, kind="dds", out=sys.stdout,
+                    command_timeout_s=2.0) -> int:
+    """The robot in a lockstep loop with a controller elsewhere, as a ros2_control loop with a
+    synchronous controller runs it: each period k it publishes its state (odom, the contact set,
+    then joint_states with ``effort`` = the torques of the period before), stamped with its own
+    clock (t0 + k / rate, the wall clock at the start), waits for the torque command that answers
+    it on ``effort_controller/commands`` (up to ``command_timeout_s``; then it keeps the last one
+    and counts the period late), and integrates the period with it (10 substeps), at most in real
+    time. A quadruped stands on its feet (rigid point contacts with a Baumgarte corrector) and is
+    pushed ``push_at`` s into the loop by a horizontal force of ``push_force`` times its weight on
+    the base for ``push_seconds``. Prints the loop's round trip (state out -> command in)."""
+    from sva_linearizer.robots import load_robot
+
+    from .node import QOS_STATE_PUB
+    from .transport import make_transport
+
+    model = load_robot(robot)
+    feet = STANDING_FEET.get(robot) if model.floating_base else None
+    if model.floating_base and not feet:
+        raise ValueError(f"sim --mode control: no feet known for '{robot}' (known: {', '.join(STANDING_FEET)})")
+    q, v, tau = initial_state(model, feet)
+    sim = make_plant(plant, robot, model, q, feet)
+    own = transport is None
+    if own:
+        signal.signal(signal.SIGTERM, _raise_interrupt)
+        transport = make_transport(kind, "sva_linearizer_sim", args=["sva_linearizer_sim"])
+    T = transport.types
+    pub_js = transport.create_publisher("joint_states", "sensor_msgs/msg/JointState", QOS_STATE_PUB)
+    pub_odom = transport.create_publisher("odom", "nav_msgs/msg/Odometry", QOS_STATE_PUB) if feet else None
+    pub_contacts = transport.create_publisher("contacts", "sensor_msgs/msg/JointState", QOS_STATE_PUB) if feet else None
+    latest = {"tau": None, "n": 0, "bad": 0, "at": 0.0}
+
+    def on_command(msg, recv_ns):
+        x = np.asarray(msg.data, dtype=float)
+        if x.shape != (model.nj,) or not np.all(np.isfinite(x)):
+            latest["bad"] += 1
+            return
+        latest.update(tau=x, n=latest["n"] + 1, at=time.monotonic())
+
+    transport.create_subscription(TOPIC_COMMANDS, "std_msgs/msg/Float64MultiArray", on_command, QOS_STATE_PUB)
+    if hasattr(transport, "wait_for_readers"):
+        transport.wait_for_readers(pub_js, 60.0)
+    names = list(model.joint_names)
+    weight = -float(model.gravity[2]) * _total_mass(model)
+    period = 1.0 / rate
+    steps = int(round(seconds * rate)) if seconds is not None else None
+    t0_ns = time.time_ns()
+    round_trip, late, k, pushed = [], 0, 0, False
+    start = time.monotonic()
+    try:
+        while steps is None or k < steps:
+            stamp = t0_ns + int(round(k * period * 1e9))
+            before, sent_at = latest["n"], time.monotonic()
+            if feet:
+                pub_contacts.publish(contacts_msg(T, stamp, feet))
+                pub_odom.publish(odometry_msg(T, stamp, q[0:3], q[3:7], v[0:6]))
+                pub_js.publish(joint_state_msg(T, stamp, names, q[7:], v[6:], tau))
+            else:
+                pub_js.publish(joint_state_msg(T, stamp, names, q, v, tau))
+            limit = sent_at + command_timeout_s
+            while latest["n"] == before and time.monotonic() < limit:
+                transport.spin_once(0.005)
+            if latest["n"] == before:
+                late += 1
+            else:
+                round_trip.append((latest["at"] - sent_at) * 1e3)
+                tau = latest["tau"]
+            wrench = None
+            t = k * period
+            if feet and push_at <= t < push_at + push_seconds:
+                if not pushed:
+                    print(f"sim: push: {push_force * weight:.1f} N along the world y axis on the base for "
+                          f"{push_seconds:g} s at t = {t:.2f} s", file=out, flush=True)
+                    pushed = True
+                R = sl.State.from_vectors(model, q, v).R
+                wrench = np.r_[R.T @ np.array([0.0, push_force * weight, 0.0]), np.zeros(3)]
+            q, v = sim.step(q, v, tau, period, 10, base_wrench=wrench)
+            k += 1
+            while (left := start + k * period - time.monotonic()) > 0:
+                transport.spin_once(min(left, 0.005))
+    except KeyboardInterrupt:
+        pass
+    finally:
+        rt = np.array(round_trip) if round_trip else np.array([np.nan])
+        print(f"sim: {plant} plant, {k} periods of {period * 1e3:g} ms in {time.monotonic() - start:.1f} s; "
+              f"{latest['n']} torque commands, {late} periods without one, {latest['bad']} refused; round trip "
+              f"state -> command p50 {np.percentile(rt, 50):.2f} ms, p99 {np.percentile(rt, 99):.2f} ms",
+              file=out, flush=True)
+        if own:
+            transport.close()
+    return 0
+
+
+def _total_mass(model) -> float:
+    """The robot's mass: the base wrench of gravity at rest, level, over |g|."""
+    h = sl.extended_inverse_dynamics(model, sl.State(model), np.zeros(model.nv))
+    g = float(np.linalg.norm(model.gravity))
+    return float(np.linalg.norm(h[:3])) / g if model.floating_base and g > 0 else 0.0
