@@ -39,7 +39,7 @@ def test_robot_names_its_shipped_config():
     plan = resolve_launch(robot="ur5", config_dir=CONFIG_DIR)
     assert pathlib.Path(plan.params_file) == (CONFIG_DIR / "ur5.yaml").absolute()
     args = plan.node_arguments()
-    assert args["package"] == "sva_linearizer" and args["parameters"] == [plan.params_file]
+    assert args["package"] == "sva_linearizer" and args["parameters"] == [plan.params_file, {"use_sim_time": False}]
     assert args["name"] == "sva_linearizer" and "namespace" not in args
     # the executable is the console script that runs the node
     assert _console_script(args["executable"]) == ("sva_linearizer.ros.cli", "main_node")
@@ -50,6 +50,13 @@ def test_namespace_and_config_override():
     plan = resolve_launch(robot="ur5", config=str(custom), namespace=" robot1 ", config_dir=CONFIG_DIR)
     assert plan == NodeLaunch(str(custom.absolute()), "robot1")
     assert plan.node_arguments()["namespace"] == "robot1"
+
+
+def test_use_sim_time_reaches_the_node():
+    plan = resolve_launch(robot="quadruped", config_dir=CONFIG_DIR, use_sim_time=" True ")
+    assert plan.use_sim_time and plan.node_arguments()["parameters"][1] == {"use_sim_time": True}
+    with pytest.raises(LaunchConfigError, match="use_sim_time:=maybe: expected true or false"):
+        resolve_launch(robot="quadruped", config_dir=CONFIG_DIR, use_sim_time="maybe")
 
 
 @pytest.mark.parametrize("robot", ["bogus", "go1", ""])
@@ -158,15 +165,16 @@ def _run(mod, **given):
     return opaque.function(context)
 
 
-def test_launch_file_defaults_to_solo12(launch_file):
+def test_launch_file_defaults_to_the_bundled_quadruped(launch_file):
+    """The default needs nothing but the package (the other configs need example-robot-data)."""
     (node,) = _run(launch_file)
-    assert node.kwargs["parameters"] == [str((CONFIG_DIR / "solo12.yaml").absolute())]
+    assert node.kwargs["parameters"] == [str((CONFIG_DIR / "quadruped.yaml").absolute()), {"use_sim_time": False}]
     assert node.kwargs["package"] == "sva_linearizer" and "namespace" not in node.kwargs
 
 
-def test_launch_file_passes_robot_and_namespace(launch_file):
-    (node,) = _run(launch_file, robot="ur5", namespace="robot1")
-    assert node.kwargs["parameters"] == [str((CONFIG_DIR / "ur5.yaml").absolute())]
+def test_launch_file_passes_robot_namespace_and_sim_time(launch_file):
+    (node,) = _run(launch_file, robot="ur5", namespace="robot1", use_sim_time="true")
+    assert node.kwargs["parameters"] == [str((CONFIG_DIR / "ur5.yaml").absolute()), {"use_sim_time": True}]
     assert node.kwargs["namespace"] == "robot1"
 
 

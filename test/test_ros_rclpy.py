@@ -285,3 +285,28 @@ def test_auto_transport_is_rclpy_when_importable():
         assert re.match(r"sva_auto_test", t.node.get_name())
     finally:
         t.close()
+
+
+def test_use_sim_time_stamps_unstamped_states_with_the_clock_topic():
+    """`-p use_sim_time:=true`: the node's clock is /clock's (rclpy's time source), so a joint state
+    without a stamp gets the simulated time, not the wall clock's."""
+    from rosgraph_msgs.msg import Clock
+
+    h = Harness(["--robot", "ur5", "--ros-args", "-p", "use_sim_time:=true"], node_transport="rclpy", peer="rclpy")
+    try:
+        h.wait_ready()
+        clock_pub = h.transport.node.create_publisher(Clock, "/clock", 10)
+        model = sl.load_urdf(robot_urdf_path("ur5"), floating_base=False)
+        s, r, tau, _ = random_input(model, np.random.default_rng(5))
+        end = time.monotonic() + 30.0
+        while not h.pairs and time.monotonic() < end:
+            msg = Clock()
+            msg.clock.sec, msg.clock.nanosec = 1000, 500
+            clock_pub.publish(msg)
+            h.spin(0.1)
+            h.send(0, list(model.joint_names), s, r, tau)        # unstamped
+            h.spin(0.2)
+        assert h.pairs, "no record; node output:\n" + h.node.output()
+        assert h.pairs[0].stamp_ns == 1000 * SEC + 500, h.pairs[0].stamp_ns
+    finally:
+        h.close()

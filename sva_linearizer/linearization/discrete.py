@@ -22,7 +22,7 @@ from .._jit import njit
 from .._arrays import kernel_array, real_array
 from ..algorithms.common import all_finite
 from ..model import Model
-from ..spatial import se3_exp
+from ..spatial import matrix_to_quat, se3_exp
 from ..state import State, as_vector
 
 
@@ -217,7 +217,8 @@ def next_state(model: Model, state: State, nu_dot: ArrayLike, dt: float) -> Stat
     nu_dot = as_vector("nu_dot", nu_dot, model.nv)
     v_plus = state.v + dt * nu_dot
     if not model.floating_base:
-        return State(model, s=state.s + dt * v_plus, r=v_plus)
-    R, p = state.R, state.p
+        return State.from_vectors(model, state.s + dt * v_plus, v_plus)
+    R = state.R
     dR, dp = se3_exp(dt * v_plus[:6])
-    return State(model, R=R @ dR, p=p + R @ dp, s=state.s + dt * v_plus[6:], v_base=v_plus[:6], r=v_plus[6:])
+    q = np.concatenate([state.p + R @ dp, matrix_to_quat(R @ dR), state.s + dt * v_plus[6:]])
+    return State.from_vectors(model, q, v_plus)

@@ -14,6 +14,7 @@ Rules:
 * The file must be a ROS 2 parameter file whose parameters for this node are all known and valid
   (the node's own checks); the launch then passes it as the node's only parameter file.
 * ``namespace:=`` empty means none.
+* ``use_sim_time:=true`` gives the node ROS time from ``/clock`` (its stamps and ages); true or false.
 """
 from __future__ import annotations
 
@@ -33,15 +34,17 @@ class LaunchConfigError(ValueError):
 
 @dataclass(frozen=True)
 class NodeLaunch:
-    """The node the launch starts: its parameter file and namespace (None: none)."""
+    """The node the launch starts: its parameter file, namespace (None: none) and clock."""
     params_file: str
     namespace: str | None
     node_name: str = "sva_linearizer"
+    use_sim_time: bool = False
 
     def node_arguments(self) -> dict:
         """Keyword arguments for ``launch_ros.actions.Node`` (Humble and newer)."""
         args = dict(package=PACKAGE, executable=EXECUTABLE, name=self.node_name,
-                    parameters=[self.params_file], output="screen", emulate_tty=True)
+                    parameters=[self.params_file, {"use_sim_time": self.use_sim_time}], output="screen",
+                    emulate_tty=True)
         if self.namespace:
             args["namespace"] = self.namespace
         return args
@@ -93,10 +96,13 @@ def check_params_file(path: str | os.PathLike, node_name: str = "sva_linearizer"
 
 
 def resolve_launch(robot: str = "", config: str = "", namespace: str = "",
-                   config_dir: str | os.PathLike | None = None) -> NodeLaunch:
-    """The node a ``robot:=`` / ``config:=`` / ``namespace:=`` launch starts (rules in the module
-    docstring); ``config_dir`` defaults to the package's shared config directory."""
+                   config_dir: str | os.PathLike | None = None, use_sim_time: str = "false") -> NodeLaunch:
+    """The node a ``robot:=`` / ``config:=`` / ``namespace:=`` / ``use_sim_time:=`` launch starts
+    (rules in the module docstring); ``config_dir`` defaults to the package's shared config directory."""
     robot, config, namespace = (robot or "").strip(), (config or "").strip(), (namespace or "").strip()
+    sim_time = str(use_sim_time).strip().lower()
+    if sim_time not in ("true", "false"):
+        raise LaunchConfigError(f"use_sim_time:={use_sim_time}: expected true or false")
     if config:
         path = pathlib.Path(os.path.expanduser(config))
         if not path.is_file():
@@ -113,7 +119,7 @@ def resolve_launch(robot: str = "", config: str = "", namespace: str = "",
         if not path.is_file():
             raise LaunchConfigError(f"robot:={robot} has no config ({path} does not exist); {_choices(d)}")
     check_params_file(path, namespace=namespace)
-    return NodeLaunch(str(path.absolute()), namespace or None)
+    return NodeLaunch(str(path.absolute()), namespace or None, use_sim_time=sim_time == "true")
 
 
 def _config_dir_or_none():

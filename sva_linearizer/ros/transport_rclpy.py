@@ -152,7 +152,7 @@ class RclpyTransport:
         message objects with checked setters, about twenty times the cost of the one-pass decode
         and a large share of the node's time per pair at 1 kHz (docs/ros.md, "Node performance").
         A sample that does not decode is dropped with a warning."""
-        now = time.time_ns    # the node's clock is the system clock (no use_sim_time support)
+        now = self.now_ns     # the node's clock: ROS time from /clock with use_sim_time
         decoder = {"nav_msgs/msg/Odometry": decode_odometry}.get(type_name)
         if raw_decode is False or (raw_decode is None and decoder is None):
             def cb(msg):
