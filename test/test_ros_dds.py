@@ -14,7 +14,8 @@ import pytest
 
 import sva_linearizer as sl
 from fd_tools import e_max
-from ros_helpers.cases import (check_A_B, check_bad_inputs, check_position_only, check_standing_contacts,
+from ros_helpers.cases import (check_A_B, check_bad_inputs, check_description_topic, check_position_only,
+                               check_standing_contacts,
                                random_input as _random_input)
 from ros_helpers.dds_harness import Harness
 from sva_linearizer.robots import robot_urdf_path
@@ -150,3 +151,24 @@ def test_node_from_config_file_over_dds():
         assert e_max(pair.A, lin.A) <= 1e-8 and e_max(pair.B, lin.B) <= 1e-8
     finally:
         h.close()
+
+
+def test_two_namespaced_nodes_take_their_own_description_by_default():
+    """robot_description_topic defaults to the relative `robot_description`: two nodes started with
+    no model parameter in /<ns1> and /<ns2> (as `namespace:=` gives them) each build the robot
+    published (transient local) in their own namespace, and their records are their robots'."""
+    hs = []
+    try:
+        for robot in ("ur5", "panda"):
+            h = Harness(["--fixed-base", "--param", "warn_period=0"], start_node=False)
+            h.send_description(robot_urdf_path(robot).read_text())
+            h.start()
+            hs.append((robot, h))
+        for robot, h in hs:
+            check_description_topic(h, robot)
+            nj = sl.load_urdf(robot_urdf_path(robot), floating_base=False).nj
+            assert h.pairs[-1].B.shape == (2 * nj, nj) and h.pairs[-1].description.joint_names[0].startswith(
+                "shoulder" if robot == "ur5" else "panda")
+    finally:
+        for _, h in hs:
+            h.close()

@@ -226,8 +226,8 @@ def test_no_odom_yet_and_no_model_yet():
     assert rb.count() == 0 and "odom: no valid odometry yet" in rb.warnings()[-1]
     T = FakeTransport()
     node = LinearizerNode(T, {"warn_period": 0, "floating_base": False})
-    assert node.model is None and "/robot_description" in T.subs
-    assert T.qos["/robot_description"][1] == {"reliable": True, "transient_local": True, "depth": 1}
+    assert node.model is None and "robot_description" in T.subs
+    assert T.qos["robot_description"][1] == {"reliable": True, "transient_local": True, "depth": 1}
     T.deliver("joint_states", joint_state_msg(T.types, SEC, ["a"], [0.0], [0.0]))
     assert T.count() == 0 and "no robot model yet" in T.logger.warnings()[-1]
 
@@ -239,13 +239,13 @@ def test_robot_description_topic_malformed_then_good_then_malformed():
     node = LinearizerNode(T, {"warn_period": 0, "floating_base": False})
     for bad in ("", "<robot name='x'><link name='a'/>", "<robot name='x'><joint name='j' type='revolute'>"
                 "<parent link='nope'/><child link='b'/></joint></robot>"):
-        T.deliver("/robot_description", T.types.String(data=bad))
+        T.deliver("robot_description", T.types.String(data=bad))
         assert node.model is None
         assert "robot_description (topic): cannot build a model" in T.logger.warnings()[-1]
-    T.deliver("/robot_description", T.types.String(data=robot_urdf_path("ur5").read_text()))
+    T.deliver("robot_description", T.types.String(data=robot_urdf_path("ur5").read_text()))
     assert node.model is not None and node.model.nj == 6
     model = node.model
-    T.deliver("/robot_description", T.types.String(data="garbage"))
+    T.deliver("robot_description", T.types.String(data="garbage"))
     assert node.model is model                                    # the good model stays
     rng = np.random.default_rng(0)
     T.deliver("joint_states", joint_state_msg(T.types, SEC, model.joint_names, rng.normal(size=6),

@@ -26,7 +26,7 @@ DEFAULT_PARAMETERS = {
     "robot_description": "",      # URDF XML (takes precedence)
     "urdf_path": "",              # path to a URDF file
     "robot": "",                  # a robot name known to sva_linearizer.robots (e.g. solo12)
-    "robot_description_topic": "/robot_description",  # used when none of the above is set
+    "robot_description_topic": "robot_description",  # used when none of the above is set (relative: in the node's namespace, as robot_state_publisher publishes it)
     "floating_base": "auto",      # true: SE(3) base from odom; false: fixed base, no odom;
                                   # auto: the named robot's default, else true
     "gravity": [0.0, 0.0, -9.81],  # world frame
