@@ -41,7 +41,7 @@ def _copy_package(dst):
         names = None
     if not names:
         shutil.copytree(ROOT, dst, dirs_exist_ok=True, ignore=shutil.ignore_patterns(
-            ".git", ".venv", ".ci-venv", "build", "install", "log", "__pycache__", "*.egg-info"))
+            ".git", ".venv", ".ci-venv", ".ci-venv-jazzy", "build", "install", "log", "__pycache__", "*.egg-info"))
         return
     for n in names:
         if (ROOT / n).is_file():
