@@ -29,12 +29,14 @@ setup(
         "plot": ["matplotlib>=3.5"],                  # `sva-linearizer plot`
         "robots": ["example-robot-data>=4.1"],        # robots by name (--robot solo12, ur5, ...)
         "test": ["pytest>=7", "pin>=3.0", "example-robot-data>=4.1", "rosbags>=0.9.15", "matplotlib>=3.5"],
-        # tests only: ROS 2 Kilted community wheels (Python 3.11) as a real ROS 2 peer, and colcon;
-        # on a robot, rclpy comes from the ROS 2 distribution instead
+        # tests only: ROS 2 community wheels (Python 3.11) as a real ROS 2 peer, and colcon; CI pins
+        # Kilted's (requirements-ci.txt) and Jazzy's (requirements-ci-jazzy.txt); on a robot, rclpy
+        # comes from the ROS 2 distribution instead
         # (the wheels exist for CPython 3.11 only: elsewhere the extra installs colcon alone and the
         # rclpy tests skip)
         "ros": [f"{w}; python_version == '3.11'" for w in (
-            "ros-rclpy", "ros-std-msgs", "ros-sensor-msgs", "ros-nav-msgs", "ros-rmw-fastrtps-cpp")]
+            "ros-rclpy", "ros-std-msgs", "ros-sensor-msgs", "ros-nav-msgs", "ros-diagnostic-msgs",
+            "ros-rmw-fastrtps-cpp")]
                + ["colcon-common-extensions"],
     },
     entry_points={

@@ -29,10 +29,13 @@ def loopback_config(max_participants: int = 50) -> str:
             "</Discovery></Domain></CycloneDDS>")
 
 
-def fastdds_loopback_profile() -> str:
+def fastdds_loopback_profile(fastdds2: bool = False) -> str:
     """Fast DDS XML profile (default participant profile) with one transport: UDPv4 whitelisted
-    to 127.0.0.1, no builtin transports (no shared memory, no other interfaces)."""
-    return """<?xml version="1.0" encoding="UTF-8"?>
+    to 127.0.0.1, no builtin transports (no shared memory, no other interfaces). For Fast DDS 3
+    (Kilted), or with fastdds2 for Fast DDS 2 (Humble, Jazzy), which names the writers' heartbeat
+    period ``heartbeatPeriod`` (each rejects the whole file with the other's name)."""
+    heartbeat = "heartbeatPeriod" if fastdds2 else "heartbeat_period"
+    return f"""<?xml version="1.0" encoding="UTF-8"?>
 <dds xmlns="http://www.eprosima.com">
   <profiles>
     <transport_descriptors>
@@ -55,7 +58,7 @@ def fastdds_loopback_profile() -> str:
     </participant>
     <data_writer profile_name="sva_writer" is_default_profile="true">
       <times>
-        <heartbeat_period><sec>0</sec><nanosec>100000000</nanosec></heartbeat_period>
+        <{heartbeat}><sec>0</sec><nanosec>100000000</nanosec></{heartbeat}>
       </times>
     </data_writer>
   </profiles>
@@ -66,7 +69,7 @@ def fastdds_loopback_profile() -> str:
 _PROFILE_DIR = None   # this process's private directory for the Fast DDS profile file
 
 
-def fastdds_loopback_profile_path() -> str:
+def fastdds_loopback_profile_path(fastdds2: bool = False) -> str:
     """A file with :func:`fastdds_loopback_profile` (written once per process, in a private
     temporary directory removed at exit)."""
     global _PROFILE_DIR
@@ -77,10 +80,10 @@ def fastdds_loopback_profile_path() -> str:
     if _PROFILE_DIR is None or not os.path.isdir(_PROFILE_DIR):
         _PROFILE_DIR = tempfile.mkdtemp(prefix="sva_fastdds_")
         atexit.register(shutil.rmtree, _PROFILE_DIR, True)
-    path = os.path.join(_PROFILE_DIR, "fastdds_loopback.xml")
+    path = os.path.join(_PROFILE_DIR, "fastdds2_loopback.xml" if fastdds2 else "fastdds_loopback.xml")
     if not os.path.exists(path):
         with open(path, "w", encoding="utf-8") as f:
-            f.write(fastdds_loopback_profile())
+            f.write(fastdds_loopback_profile(fastdds2))
     return path
 
 
@@ -99,11 +102,14 @@ def loopback_vars(domain_id: int) -> dict:
     with its own UDP transport, whose participant binds sockets to 0.0.0.0 and to the machine's
     other addresses; with ``SUBNET`` and this profile every socket is bound to 127.0.0.1
     (multicast discovery joined on lo only, unicast initial peer 127.0.0.1).
+    Fast DDS 3 reads the profile from FASTDDS_DEFAULT_PROFILES_FILE, Fast DDS 2 from
+    FASTRTPS_DEFAULT_PROFILES_FILE only: both are set, each to its version's file.
     test_ros_interop.py checks the sockets."""
     profile = fastdds_loopback_profile_path()
     return {"CYCLONEDDS_URI": loopback_config(), "ROS_DOMAIN_ID": str(int(domain_id)),
             "ROS_AUTOMATIC_DISCOVERY_RANGE": "SUBNET", "ROS_STATIC_PEERS": "",
             "FASTDDS_DEFAULT_PROFILES_FILE": profile,
+            "FASTRTPS_DEFAULT_PROFILES_FILE": fastdds_loopback_profile_path(fastdds2=True),
             "RMW_IMPLEMENTATION": "rmw_fastrtps_cpp"}
 
 
