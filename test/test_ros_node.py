@@ -591,3 +591,27 @@ def test_contact_parameters_are_checked():
     # a frame the model lacks: the model is refused (named), the node does not start
     with pytest.raises(ModelLoadError, match="contact_frames: 'LF_FOOT' not a frame \\(link\\) of this model"):
         Robot({"robot": "solo12", "warn_period": 0, "contact_frames": ["FL_FOOT", "LF_FOOT"]})
+
+
+def test_odometry_of_another_frame_is_dropped_naming_both():
+    """Odometry's twist must be the base's in the base's axes: a child_frame_id other than the base
+    frame (the URDF's root link, or base_frame) is dropped with a warning naming both; with
+    odom_frame set, a header.frame_id other than it too. Nothing is published from them."""
+    rb = Robot({"robot": "solo12", "warn_period": 0})
+    T = rb.T
+    x = rb.state()
+    stamp = rb.t + SEC
+    T.deliver("odom", odometry_msg(T.types, stamp, x["p"], x["quat"], x["twist"], child_frame_id="imu_link"))
+    assert "odom: child_frame_id 'imu_link' is not the base frame 'base_link'" in rb.warnings()[-1]
+    rb.send(x, stamp=stamp, odom=False)
+    assert rb.count() == 0 and "odom: no valid odometry yet" in rb.warnings()[-1]
+    rb.send(x, stamp=stamp + SEC)                                   # child base_link: accepted
+    assert rb.count() == 1
+    imu = Robot({"robot": "solo12", "warn_period": 0, "base_frame": "imu_link", "odom_frame": "odom"})
+    T = imu.T
+    T.deliver("odom", odometry_msg(T.types, stamp, x["p"], x["quat"], x["twist"], frame_id="map",
+                                   child_frame_id="imu_link"))
+    assert "odom: header.frame_id 'map' is not odom_frame 'odom'" in imu.warnings()[-1]
+    T.deliver("odom", odometry_msg(T.types, stamp, x["p"], x["quat"], x["twist"], child_frame_id="imu_link"))
+    imu.send(x, stamp=stamp, odom=False)
+    assert imu.count() == 1

@@ -174,6 +174,7 @@ class LinearizerNode:
         on_ready(lambda group, seconds: self.log.info(
             f"the compiled {group} kernels are in use ({seconds:.0f} s after the first call): full speed"))
         self.model = None
+        self._base_frame = None
         self.description_id = 0
         self.seq = 0
         self.published = 0
@@ -300,6 +301,7 @@ class LinearizerNode:
                 pass
         warm = time.perf_counter() - t0
         self.model = model
+        self._base_frame = p["base_frame"] or model.base_name
         self.description_id += 1
         self._description = description_json(
             self.description_id, model, z_names(model), self.contacts, p["contact_mode"], p["dt"],
@@ -389,6 +391,14 @@ class LinearizerNode:
 
     # ------------------------------------------------------------------ odom
     def on_odom(self, msg, recv_ns=None):
+        frame, child = msg.header.frame_id, msg.child_frame_id
+        if child != self._base_frame:
+            return self._reject("odom_frame", f"odom: child_frame_id '{child}' is not the base frame "
+                                              f"'{self._base_frame}' (the twist must be the base's, in its axes; "
+                                              f"set base_frame if the URDF's root link is not it)")
+        if self.params["odom_frame"] and frame != self.params["odom_frame"]:
+            return self._reject("odom_frame", f"odom: header.frame_id '{frame}' is not odom_frame "
+                                              f"'{self.params['odom_frame']}'")
         stamp = self._stamp(msg.header, recv_ns)
         position, orientation = msg.pose.pose.position, msg.pose.pose.orientation
         linear, angular = msg.twist.twist.linear, msg.twist.twist.angular

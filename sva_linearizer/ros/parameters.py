@@ -39,6 +39,8 @@ DEFAULT_PARAMETERS = {
     "allow_empty_velocity_effort": True,  # empty JointState velocity / effort: zero; false: dropped
     "joint_states_topic": "joint_states",
     "odom_topic": "odom",
+    "base_frame": "",             # odometry's child_frame_id; empty: the URDF's root link
+    "odom_frame": "",             # odometry's header.frame_id (the world frame); empty: any
     # contacts (docs/ros.md, "Contacts in the node"): parallel arrays, one entry per contact frame;
     # the per-contact arrays also take one value (for every contact) or none (the default)
     "contact_frames": [],         # frame names (URDF links, e.g. the feet); empty: no contacts
@@ -67,7 +69,7 @@ PARAMETER_TYPES = {
     "robot_description_topic": "string", "floating_base": "bool", "gravity": "double_array",
     "max_rate": "double", "max_odom_age": "double", "quaternion_tolerance": "double",
     "time_reset_threshold": "double", "warn_period": "double", "ignore_unknown_joints": "bool",
-    "allow_empty_velocity_effort": "bool", "joint_states_topic": "string", "odom_topic": "string",
+    "allow_empty_velocity_effort": "bool", "joint_states_topic": "string", "odom_topic": "string", "base_frame": "string", "odom_frame": "string",
     "contact_frames": "string_array", "contact_kinds": "string_array", "contact_references": "string_array",
     "contact_offsets": "double_array", "contact_baumgarte_kp": "double_array",
     "contact_baumgarte_kd": "double_array", "contact_mode": "string", "contacts_default_active": "bool",
@@ -213,7 +215,8 @@ def normalize_parameters(params: dict) -> dict:
     p = dict(DEFAULT_PARAMETERS)
     p.update({k: v for k, v in params.items() if v is not None})
     for k in ("robot_description", "urdf_path", "robot", "robot_description_topic",
-              "joint_states_topic", "odom_topic", "contacts_topic", "contact_forces_topic", "contact_mode"):
+              "joint_states_topic", "odom_topic", "contacts_topic", "contact_forces_topic", "contact_mode",
+              "base_frame", "odom_frame"):
         if not isinstance(p[k], str):
             raise ValueError(f"parameter {k}: expected a string, got {p[k]!r}")
     if p["floating_base"] == "auto":

@@ -188,7 +188,7 @@ def run_sim_publisher(robot="quadruped", rate=100.0, seconds=None, mode="dynamic
             if pub_contacts is not None:
                 pub_contacts.publish(contacts_msg(T, stamp, feet))
             if pub_odom is not None:
-                pub_odom.publish(odometry_msg(T, stamp, p, quat, tw))
+                pub_odom.publish(odometry_msg(T, stamp, p, quat, tw, child_frame_id=model.base_name))
             pub_js.publish(joint_state_msg(T, stamp, names, s, r, tau))
             sent += 1
             next_t += period
@@ -308,7 +308,7 @@ def run_sim_control(robot="quadruped", rate=100.0, seconds=10.0, plant="pinocchi
             before, sent_at = latest["n"], time.monotonic()
             if feet:
                 pub_contacts.publish(contacts_msg(T, stamp, feet))
-                pub_odom.publish(odometry_msg(T, stamp, q[0:3], q[3:7], v[0:6]))
+                pub_odom.publish(odometry_msg(T, stamp, q[0:3], q[3:7], v[0:6], child_frame_id=model.base_name))
                 pub_js.publish(joint_state_msg(T, stamp, names, q[7:], v[6:], tau))
             else:
                 pub_js.publish(joint_state_msg(T, stamp, names, q, v, tau))
