@@ -149,7 +149,7 @@ def test_linearizer_node_with_params_file(config):
         kind = "floating" if expected["floating_base"] else "fixed"
         assert h.node.find(rf"model from robot: \d+ joints, {kind} base") is not None, h.node.output()
         res = _set_parameter(h, "max_rate", 10.0)
-        assert not res.successful and "restart" in res.reason
+        assert not res.successful and "read-only" in res.reason
         assert _get_parameters(h, ["max_rate"])["max_rate"] == expected["max_rate"]
         if config in ("ur5", "solo12"):
             h.wait_ready()
@@ -205,6 +205,21 @@ def test_parameters_read_back_typed_through_the_parameter_service():
         for k in ("contact_offsets", "contact_baumgarte_kp", "contact_baumgarte_kd"):
             assert list(got[k].double_array_value) == []
         assert got["max_rate"].double_value == 100.0 and got["floating_base"].bool_value is False
+        # read-only with a description and, for numbers, a range; a change is refused
+        from rcl_interfaces.msg import Parameter as P, ParameterValue
+        from rcl_interfaces.srv import SetParameters
+
+        by_name = {d.name: d for d in _call(h, DescribeParameters, "describe_parameters",
+                                            DescribeParameters.Request(names=["max_rate", "dt", "robot"])).descriptors}
+        assert all(d.read_only and d.description for d in by_name.values()), by_name
+        rng = by_name["dt"].floating_point_range[0]
+        assert (rng.from_value, rng.to_value) == (0.0, 10.0) and not by_name["robot"].floating_point_range
+        req = SetParameters.Request(parameters=[P(name="max_rate", value=ParameterValue(
+            type=T.PARAMETER_DOUBLE, double_value=5.0))])
+        (result,) = _call(h, SetParameters, "set_parameters", req).results
+        assert not result.successful
+        values = _call(h, GetParameters, "get_parameters", GetParameters.Request(names=["max_rate"])).values
+        assert values[0].double_value == 100.0
     finally:
         h.close()
 

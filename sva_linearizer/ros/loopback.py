@@ -103,14 +103,32 @@ def loopback_vars(domain_id: int) -> dict:
     other addresses; with ``SUBNET`` and this profile every socket is bound to 127.0.0.1
     (multicast discovery joined on lo only, unicast initial peer 127.0.0.1).
     Fast DDS 3 reads the profile from FASTDDS_DEFAULT_PROFILES_FILE, Fast DDS 2 from
-    FASTRTPS_DEFAULT_PROFILES_FILE only: both are set, each to its version's file.
-    test_ros_interop.py checks the sockets."""
-    profile = fastdds_loopback_profile_path()
-    return {"CYCLONEDDS_URI": loopback_config(), "ROS_DOMAIN_ID": str(int(domain_id)),
-            "ROS_AUTOMATIC_DISCOVERY_RANGE": "SUBNET", "ROS_STATIC_PEERS": "",
-            "FASTDDS_DEFAULT_PROFILES_FILE": profile,
-            "FASTRTPS_DEFAULT_PROFILES_FILE": fastdds_loopback_profile_path(fastdds2=True),
-            "RMW_IMPLEMENTATION": "rmw_fastrtps_cpp"}
+    FASTRTPS_DEFAULT_PROFILES_FILE only, and each rejects the other's heartbeat tag: the variable
+    of the installed version is set (fast_dds_2). test_ros_interop.py checks the sockets."""
+    env = {"CYCLONEDDS_URI": loopback_config(), "ROS_DOMAIN_ID": str(int(domain_id)),
+           "ROS_AUTOMATIC_DISCOVERY_RANGE": "SUBNET", "ROS_STATIC_PEERS": "",
+           "RMW_IMPLEMENTATION": "rmw_fastrtps_cpp"}
+    if fast_dds_2():
+        env["FASTRTPS_DEFAULT_PROFILES_FILE"] = fastdds_loopback_profile_path(fastdds2=True)
+    else:
+        env["FASTDDS_DEFAULT_PROFILES_FILE"] = fastdds_loopback_profile_path()
+    return env
+
+
+def fast_dds_2() -> bool:
+    """Whether the ROS 2 here has Fast DDS 2 (Humble, Iron, Jazzy) rather than 3 (Kilted and
+    later): ROS_DISTRO where a ROS 2 installation set it, else which wheel is installed (Jazzy's
+    ros-fastrtps, Kilted's ros-fastdds)."""
+    distro = os.environ.get("ROS_DISTRO", "").strip().lower()
+    if distro:
+        return distro in ("humble", "iron", "jazzy")
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        version("ros-fastrtps")
+        return True
+    except PackageNotFoundError:
+        return False
 
 
 def loopback_env(domain_id: int, base=None) -> dict:

@@ -78,6 +78,48 @@ PARAMETER_TYPES = {
 }
 
 
+#: One line per parameter: what ``ros2 param describe`` shows (docs/ros.md, "Parameters", says more).
+PARAMETER_DESCRIPTIONS = {
+    "robot_description": "URDF XML of the robot (first model source)",
+    "urdf_path": "path to a URDF file (second model source)",
+    "robot": "a robot known to sva_linearizer.robots, e.g. quadruped, solo12, ur5 (third model source)",
+    "robot_description_topic": "topic of the URDF (std_msgs/String, transient local) when no model parameter is set",
+    "floating_base": "true: the base moves on SE(3), its pose and twist from odom; false: fixed base",
+    "gravity": "gravity in the world frame, m/s^2",
+    "max_rate": "Hz by input stamp; 0: every joint state the node gets to",
+    "max_odom_age": "s, largest |joint state stamp - odometry stamp|",
+    "quaternion_tolerance": "largest |norm - 1| of an odometry quaternion accepted (then normalised)",
+    "time_reset_threshold": "s; a larger step back in stamps is a clock reset",
+    "warn_period": "s between two warnings of one kind; 0: no throttling",
+    "ignore_unknown_joints": "true: joint names the model lacks are ignored instead of rejected",
+    "allow_empty_velocity_effort": "empty JointState velocity / effort are zero; false: such messages are dropped",
+    "joint_states_topic": "the joint states (sensor_msgs/JointState)",
+    "odom_topic": "the base odometry (nav_msgs/Odometry), floating base only",
+    "base_frame": "odometry's child_frame_id must be this; empty: the URDF's root link",
+    "odom_frame": "odometry's header.frame_id must be this; empty: any",
+    "contact_frames": "contact frames (URDF links); empty: no contacts",
+    "contact_kinds": "point or 6d per contact (one entry: all; none: point)",
+    "contact_references": "local or world_aligned per contact (one entry: all; none: local)",
+    "contact_offsets": "3 per contact, flat, in the link frame (one triple: all; none: zeros)",
+    "contact_baumgarte_kp": "Baumgarte Kp per contact (one entry: all; none: 0)",
+    "contact_baumgarte_kd": "Baumgarte Kd per contact (one entry: all; none: 0)",
+    "contact_mode": "rigid: contacts are constraints (KKT); forces: their forces are inputs",
+    "contacts_default_active": "before the first contact set: every configured contact is active",
+    "contacts_topic": "the active contact set (sensor_msgs/JointState)",
+    "contact_forces_topic": "contact forces as inputs (geometry_msgs/WrenchStamped per contact), contact_mode forces",
+    "max_contacts_age": "s, largest |joint state stamp - contact set (or force) stamp|",
+    "dt": "s; > 0: the record also holds Ad, Bd and the predicted next state",
+    "record_omit": "sections left out of the linearization record",
+    "publish_point": "also publish the point as linearization/point/joint_state and /odom",
+    "publish_a_b": "also publish A and B alone on linearization/A and /B",
+}
+
+#: The ranges of the numeric parameters (from, to), as their descriptors declare them.
+PARAMETER_RANGES = {"max_rate": (0.0, 1.0e6), "max_odom_age": (0.0, 3600.0), "quaternion_tolerance": (0.0, 1.0),
+                    "time_reset_threshold": (0.0, 3600.0), "warn_period": (0.0, 3600.0),
+                    "max_contacts_age": (0.0, 3600.0), "dt": (0.0, 10.0)}
+
+
 def _as_bool(v, name):
     """A boolean parameter (also "true"/"false" strings and 0/1); ValueError naming it."""
     if isinstance(v, bool):
@@ -89,13 +131,14 @@ def _as_bool(v, name):
     raise ValueError(f"parameter {name}: expected true or false, got {v!r}")
 
 
-def _as_float(v, name, minimum=0.0):
+def _as_float(v, name):
     try:
         f = float(v)
     except (TypeError, ValueError):
         raise ValueError(f"parameter {name}: expected a number, got {v!r}") from None
-    if not math.isfinite(f) or f < minimum:
-        raise ValueError(f"parameter {name}: expected a finite number >= {minimum}, got {v!r}")
+    lo, hi = PARAMETER_RANGES.get(name, (0.0, math.inf))
+    if not math.isfinite(f) or not lo <= f <= hi:
+        raise ValueError(f"parameter {name}: expected a number from {lo:g} to {hi:g}, got {v!r}")
     return f
 
 

@@ -13,7 +13,7 @@ import time
 from .cdr import decode_odometry
 from .log import Throttle
 from .messages import ROS_TYPES, types_namespace
-from .parameters import typed_parameter_value
+from .parameters import PARAMETER_DESCRIPTIONS, PARAMETER_RANGES, typed_parameter_value
 
 
 class RclpyTransport:
@@ -106,9 +106,10 @@ class RclpyTransport:
         return out
 
     def publish_parameters(self, values: dict) -> None:
-        """Set the parameters to the values in use (in their declared types), then refuse any
-        later change."""
-        from rcl_interfaces.msg import SetParametersResult
+        """Set the parameters to the values in use (in their declared types), then make them
+        read-only, with their descriptions and (numbers) ranges: ``ros2 param describe`` shows
+        them, and a change is refused (the node reads its parameters once, at start)."""
+        from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor
         from rclpy.parameter import Parameter
 
         types = getattr(self, "_param_types", {})
@@ -121,13 +122,16 @@ class RclpyTransport:
             else:
                 params.append(Parameter(k, value=v))
         self.node.set_parameters(params)
-
-        def refuse(params):
-            if not self._frozen:
-                return SetParametersResult(successful=True)
-            return SetParametersResult(successful=False, reason="sva_linearizer reads its parameters "
-                                                                "once at start; restart the node to change them")
-        self.node.add_on_set_parameters_callback(refuse)
+        for k, kind in types.items():
+            if not self.node.has_parameter(k):
+                continue
+            ptype = _rclpy_type(kind)
+            desc = ParameterDescriptor(name=k, type=ptype.value, description=PARAMETER_DESCRIPTIONS.get(k, ""),
+                                       read_only=True)
+            if k in PARAMETER_RANGES:
+                lo, hi = PARAMETER_RANGES[k]
+                desc.floating_point_range = [FloatingPointRange(from_value=lo, to_value=hi, step=0.0)]
+            self.node.set_descriptor(k, desc)
         self._frozen = True
 
     # ------------------------------------------------------------ endpoints
