@@ -615,3 +615,41 @@ def test_odometry_of_another_frame_is_dropped_naming_both():
     T.deliver("odom", odometry_msg(T.types, stamp, x["p"], x["quat"], x["twist"], child_frame_id="imu_link"))
     imu.send(x, stamp=stamp, odom=False)
     assert imu.count() == 1
+
+
+def test_diagnostics_report_rates_latency_drops_and_kernels():
+    """/diagnostics about once a second: ERROR without a model; OK with the rates and latency of the
+    records published since the last report; WARN, with the reason, when inputs were dropped."""
+    T = FakeTransport()
+    node = LinearizerNode(T, {"warn_period": 0})             # no model: waits for the description topic
+    (period, report), = T.timers
+    assert period == 1.0 and T.qos["/diagnostics"][0] == "diagnostic_msgs/msg/DiagnosticArray"
+    report()
+    (st,) = T.published["/diagnostics"][-1].status
+    assert st.level == 2 and st.message == "no robot model" and st.name == "/sva_linearizer: linearizer"
+    rb = Robot({"robot": "ur5", "warn_period": 0})
+    (_, report), = rb.T.timers
+    rb.T.clock_ns = 20 * SEC
+    report()                                                  # starts a window at 20 s
+    for k in range(5):
+        rb.T.clock_ns = 20 * SEC + (k + 1) * SEC // 10
+        rb.send(stamp=rb.T.clock_ns - 2_000_000)              # 2 ms old when it arrives
+    rb.T.clock_ns = 21 * SEC
+    report()
+    (st,) = rb.T.published["/diagnostics"][-1].status
+    values = {kv.key: kv.value for kv in st.values}
+    assert st.level == 0 and st.message == "ok", (st.message, values)
+    assert values["input rate (Hz)"] == "5.0" and values["output rate (Hz)"] == "5.0"
+    assert values["latency p50 (ms)"] == "2.00" and values["records published"] == "5"
+    assert values["model"].startswith("ur5: 6 joints, fixed base") and values["transport"] == "fake"
+    assert values["kernels"] in ("core compiled", "core compiling", "core plain")
+    x = rb.state()
+    x["s"] = x["s"].copy()
+    x["s"][0] = np.nan
+    rb.send(x)
+    rb.T.clock_ns = 22 * SEC
+    report()
+    (st,) = rb.T.published["/diagnostics"][-1].status
+    values = {kv.key: kv.value for kv in st.values}
+    assert st.level == 1 and "NaN" in st.message and values["dropped since the last report"] == "1"
+    assert "joint_states_values 1" in values["dropped by reason"]

@@ -325,3 +325,36 @@ def test_use_sim_time_stamps_unstamped_states_with_the_clock_topic():
         assert h.pairs[0].stamp_ns == 1000 * SEC + 500, h.pairs[0].stamp_ns
     finally:
         h.close()
+
+
+@pytest.mark.parametrize("node_transport", ["rclpy", "dds"])
+def test_diagnostics_reach_a_ros2_subscriber(node_transport):
+    """/diagnostics (diagnostic_msgs/DiagnosticArray) from the node, read by a real rclpy node:
+    about once a second, named after the node (its namespace included), with the output rate of
+    the records it published."""
+    from diagnostic_msgs.msg import DiagnosticArray
+
+    h = Harness(["--robot", "ur5"], node_transport=node_transport, peer="rclpy")
+    got = []
+    try:
+        h.transport.node.create_subscription(DiagnosticArray, "/diagnostics", got.append, 10)
+        h.wait_ready()
+        model = sl.load_urdf(robot_urdf_path("ur5"), floating_base=False)
+        s, r, tau, _ = random_input(model, np.random.default_rng(9))
+        end = time.monotonic() + 30.0
+        k = 0
+        while time.monotonic() < end:
+            k += 1
+            h.send((400 + k) * SEC // 10, list(model.joint_names), s, r, tau)
+            h.spin(0.05)
+            rates = [float(kv.value) for m in got for st in m.status for kv in st.values
+                     if kv.key == "output rate (Hz)"]
+            if any(x > 0 for x in rates):
+                break
+        statuses = [st for m in got for st in m.status]
+        assert statuses, "no diagnostics arrived"
+        assert all(st.name == f"{h.namespace}/sva_linearizer: linearizer" for st in statuses), statuses[0].name
+        assert any(float({kv.key: kv.value for kv in st.values}["output rate (Hz)"]) > 0 for st in statuses)
+        assert all(st.level in (b"\x00", b"\x01", 0, 1) for st in statuses), [(st.level, st.message) for st in statuses]
+    finally:
+        h.close()

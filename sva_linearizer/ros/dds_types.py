@@ -14,7 +14,7 @@ from types import SimpleNamespace
 
 from cyclonedds.idl import IdlStruct
 from cyclonedds.idl._support import Endianness
-from cyclonedds.idl.types import array, float64, int32, sequence, uint32
+from cyclonedds.idl.types import array, byte, float64, int32, sequence, uint32
 
 from . import cdr
 from .messages import ROS_TYPES
@@ -133,6 +133,28 @@ class Wrench(IdlStruct, typename="geometry_msgs::msg::dds_::Wrench_"):
 class WrenchStamped(IdlStruct, typename="geometry_msgs::msg::dds_::WrenchStamped_"):
     header: Header = field(default_factory=Header)
     wrench: Wrench = field(default_factory=Wrench)
+
+
+@dataclass
+class KeyValue(IdlStruct, typename="diagnostic_msgs::msg::dds_::KeyValue_"):
+    key: str = ""
+    value: str = ""
+
+
+@dataclass
+class DiagnosticStatus(IdlStruct, typename="diagnostic_msgs::msg::dds_::DiagnosticStatus_"):
+    OK, WARN, ERROR, STALE = 0, 1, 2, 3           # the message's constants (rclpy's are bytes)
+    level: byte = 0
+    name: str = ""
+    message: str = ""
+    hardware_id: str = ""
+    values: sequence[KeyValue] = field(default_factory=list)
+
+
+@dataclass
+class DiagnosticArray(IdlStruct, typename="diagnostic_msgs::msg::dds_::DiagnosticArray_"):
+    header: Header = field(default_factory=Header)
+    status: sequence[DiagnosticStatus] = field(default_factory=list)
 
 
 # ----------------------------------------------------------------------------------- fast codecs

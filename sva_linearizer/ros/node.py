@@ -60,7 +60,7 @@ from sva_linearizer._jit import group_state, on_ready
 from sva_linearizer.labels import z_names
 
 from .log import Throttle
-from .messages import TOPIC_A, TOPIC_B, joint_state_msg, matrix_to_msg, odometry_msg, stamp_to_ns
+from .messages import TOPIC_A, TOPIC_B, joint_state_msg, make_time, matrix_to_msg, odometry_msg, stamp_to_ns
 from .parameters import contact_specs, normalize_parameters
 from .qos import (QOS_CONTACTS, QOS_DESCRIPTION, QOS_FORCES, QOS_ODOM, QOS_OUTPUT, QOS_STATE,  # noqa: F401
                   QOS_STATE_PUB)
@@ -72,6 +72,30 @@ from .record import (TOPIC_DESCRIPTION, TOPIC_POINT_JOINTS, TOPIC_POINT_ODOM, TO
 # that arrive before then, so that the compile gets the rest of the machine and the node reaches
 # full speed sooner (about 7 Hz with a quadruped's four contacts on a 2.5 GHz core).
 PLAIN_DUTY = 0.25
+
+
+# /diagnostics, as diagnostic_aggregator and rqt_robot_monitor read it, about once a second
+TOPIC_DIAGNOSTICS = "/diagnostics"
+DIAGNOSTICS_PERIOD_S = 1.0
+_KERNEL_STATES = {"ready": "compiled", "loading": "compiled", "compiling": "compiling", "plain": "plain"}
+
+
+def _node_name(transport) -> str:
+    """The node's fully qualified name (/namespace/name), as diagnostics name their source."""
+    node = getattr(transport, "node", None)
+    if node is not None and hasattr(node, "get_fully_qualified_name"):
+        return node.get_fully_qualified_name()
+    ns = getattr(transport, "namespace", "").strip("/")
+    name = getattr(transport, "node_name", "sva_linearizer")
+    return f"/{ns}/{name}" if ns else f"/{name}"
+
+
+class _Window:
+    """What happened since the last diagnostics report."""
+    __slots__ = ("start_ns", "inputs", "dropped", "skipped", "latencies")
+
+    def __init__(self, start_ns):
+        self.start_ns, self.inputs, self.dropped, self.skipped, self.latencies = start_ns, 0, 0, 0, []
 
 
 class ModelLoadError(ValueError):
@@ -181,6 +205,7 @@ class LinearizerNode:
         self.rejected: dict = {}
         self.last_problem = None
         self.compute_s = 0.0
+        self._window = _Window(transport.now_ns())
         self._plain_until = 0.0     # perf_counter time before which joint states are skipped (PLAIN_DUTY)
         self._last_stamp = None
         self._odom = StampedBuffer("odom", "odometry", "max_odom_age",
@@ -230,8 +255,11 @@ class LinearizerNode:
         self.output_topics = ([TOPIC_POINT_JOINTS] if self._pub_point else []) + (
             [TOPIC_POINT_ODOM] if self._pub_point and self._pub_point[1] else []) + (
             [TOPIC_A, TOPIC_B] if self._pub_a else []) + [TOPIC_DESCRIPTION, TOPIC_RECORD]
+        self._pub_diagnostics = transport.create_publisher(TOPIC_DIAGNOSTICS, "diagnostic_msgs/msg/DiagnosticArray",
+                                                           QOS_OUTPUT)
         # the record last: its writer's appearance tells a subscriber that the node is ready
         self._pub_record = transport.create_publisher(TOPIC_RECORD, "std_msgs/msg/Float64MultiArray", QOS_OUTPUT)
+        transport.create_timer(DIAGNOSTICS_PERIOD_S, self.publish_diagnostics)
         if self.model is None:
             if not p["robot_description_topic"]:
                 self.log.error("no robot model: set robot_description, urdf_path, robot or "
@@ -336,6 +364,7 @@ class LinearizerNode:
     # ---------------------------------------------------------------- helpers
     def _reject(self, key, text):
         self.rejected[key] = self.rejected.get(key, 0) + 1
+        self._window.dropped += 1
         self.last_problem = text
         self.warn(key, text)
 
@@ -495,6 +524,7 @@ class LinearizerNode:
     def on_joint_state(self, msg, recv_ns=None):
         p = self.params
         model = self.model
+        self._window.inputs += 1
         if model is None:
             return self._reject("no_model", "joint_states: no robot model yet (waiting for robot_description)")
         stamp = self._stamp(msg.header, recv_ns)
@@ -513,6 +543,7 @@ class LinearizerNode:
             return None
         if self._plain_until and time.perf_counter() < self._plain_until:
             self.rejected["while_compiling"] = self.rejected.get("while_compiling", 0) + 1
+            self._window.skipped += 1
             return None
 
         names = list(msg.name)
@@ -596,6 +627,50 @@ class LinearizerNode:
             self._pub_a.publish(matrix_to_msg(types, lin.A))
             self._pub_b.publish(matrix_to_msg(types, lin.B))
         self.published += 1
+        self._window.latencies.append((self.transport.now_ns() - stamp) * 1e-6)
+
+    def publish_diagnostics(self) -> None:
+        """/diagnostics (diagnostic_msgs/DiagnosticArray), every DIAGNOSTICS_PERIOD_S: the rates, the
+        latency (input stamp to publication, the node's clock) and the drops since the last one, the
+        drops by reason since the start, the kernels' state, the model and the transport. Level
+        ERROR without a model, WARN while the kernels compile or when inputs were dropped, else OK."""
+        T = self._types
+        now = self.transport.now_ns()
+        w, self._window = self._window, _Window(now)
+        span = max((now - w.start_ns) * 1e-9, 1e-9)
+        lat = np.array(w.latencies) if w.latencies else None
+        groups = ("core", "contacts") if self.contacts else ("core",)
+        kernels = {g: _KERNEL_STATES.get(group_state(g), "not used yet") for g in groups}
+        model = self.model
+        values = {
+            "model": (f"{model.name}: {model.nj} joints, {'floating' if model.floating_base else 'fixed'} base, "
+                      f"nv {model.nv}") if model is not None else "none",
+            "transport": getattr(self.transport, "name", "?"),
+            "kernels": ", ".join(f"{g} {st}" for g, st in kernels.items()),
+            "input rate (Hz)": f"{w.inputs / span:.1f}",
+            "output rate (Hz)": f"{len(w.latencies) / span:.1f}",
+            "latency p50 (ms)": f"{np.percentile(lat, 50):.2f}" if lat is not None else "n/a",
+            "latency p99 (ms)": f"{np.percentile(lat, 99):.2f}" if lat is not None else "n/a",
+            "dropped since the last report": str(w.dropped),
+            "skipped while compiling since the last report": str(w.skipped),
+            "records published": str(self.published),
+            "dropped by reason": ", ".join(f"{k} {v}" for k, v in sorted(self.rejected.items())) or "none",
+            "last problem": self.last_problem or "none",
+        }
+        if model is None:
+            level, message = "ERROR", "no robot model"
+        elif any(st == "compiling" for st in kernels.values()):
+            level, message = "WARN", "kernels compiling: plain Python, reduced rate"
+        elif w.dropped:
+            level, message = "WARN", f"{w.dropped} inputs dropped: {self.last_problem}"
+        else:
+            level, message = "OK", "ok"
+        level = getattr(T.DiagnosticStatus, level)       # the message's own constant (an int or a byte)
+        status = T.DiagnosticStatus(level=level, name=f"{_node_name(self.transport)}: linearizer",
+                                    message=message, hardware_id=model.name if model is not None else "",
+                                    values=[T.KeyValue(key=k, value=v) for k, v in values.items()])
+        self._pub_diagnostics.publish(T.DiagnosticArray(header=T.Header(stamp=make_time(T, now), frame_id=""),
+                                                        status=[status]))
 
     def summary(self) -> str:
         rej = ", ".join(f"{k} {v}" for k, v in sorted(self.rejected.items())) or "none"

@@ -78,6 +78,7 @@ class DdsTransport:
         self._waitset = WaitSet(self.participant)
         self._topics = {}
         self._subs = []        # (topic, reader, read condition, callback, depth), in creation order
+        self._timers = []      # [period, next due (monotonic), callback]
         self._writers = []
         self._stop = threading.Event()
         self._warn = Throttle(self.logger.warning, 2.0)
@@ -141,10 +142,27 @@ class DdsTransport:
         """Wait until a subscription (the reader create_subscription returned) has a matched writer."""
         return self._wait(lambda: len(reader.get_matched_publications()), timeout_s)
 
+    def create_timer(self, period_s, callback):
+        """callback() every period_s seconds (monotonic clock), from spin_once."""
+        self._timers.append([float(period_s), time.monotonic() + float(period_s), callback])
+
+    def _run_timers(self):
+        now = time.monotonic()
+        for timer in self._timers:
+            if now >= timer[1]:
+                timer[1] = max(timer[1] + timer[0], now)
+                try:
+                    timer[2]()
+                except Exception as e:  # a bug must not take the node down silently
+                    self._warn(("timer", id(timer)), f"timer callback failed: {type(e).__name__}: {e}")
+
     def spin_once(self, timeout_s=0.1):
         """Wait up to timeout_s for data and dispatch it; returns the number of samples handled."""
         from cyclonedds.util import duration
 
+        if self._timers:
+            self._run_timers()
+            timeout_s = max(0.0, min(timeout_s, min(t[1] for t in self._timers) - time.monotonic()))
         self._waitset.wait(duration(seconds=timeout_s))
         handled = 0
         for topic, reader, cond, callback, depth in self._subs:

@@ -191,6 +191,10 @@ class RclpyTransport:
         """Wait until a subscription has a publisher on its topic; returns whether it has."""
         return self._wait(lambda: self.node.count_publishers(subscription.topic_name), timeout_s)
 
+    def create_timer(self, period_s, callback):
+        """callback() every period_s seconds of the node's clock, from the spinning thread."""
+        return self.node.create_timer(period_s, callback)
+
     # ------------------------------------------------------------ spinning
     def spin_once(self, timeout_s=0.1):
         """Wait up to timeout_s and run what is ready (after shutdown: nothing)."""

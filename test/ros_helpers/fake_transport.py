@@ -38,6 +38,7 @@ class FakeTransport:
         self.subs = {}
         self.qos = {}
         self.clock_ns = 1_000_000_000
+        self.timers = []
 
     def now_ns(self):
         return self.clock_ns
@@ -49,6 +50,9 @@ class FakeTransport:
     def create_subscription(self, topic, type_name, callback, qos):
         self.qos[topic] = (type_name, qos)
         self.subs[topic] = callback
+
+    def create_timer(self, period_s, callback):
+        self.timers.append((period_s, callback))
 
     def deliver(self, topic, msg, recv_ns=None):
         return self.subs[topic](msg, self.clock_ns if recv_ns is None else recv_ns)
