@@ -358,3 +358,31 @@ def test_diagnostics_reach_a_ros2_subscriber(node_transport):
         assert all(st.level in (b"\x00", b"\x01", 0, 1) for st in statuses), [(st.level, st.message) for st in statuses]
     finally:
         h.close()
+
+
+def test_qos_overrides_are_applied_on_rclpy_and_refused_on_dds():
+    """`-p qos_overrides.<topic>.publisher.reliability:=best_effort` (ROS 2's QoS overriding
+    parameters): the rclpy node's record publisher is best effort, as a peer sees it in the graph;
+    the DDS transport, which cannot apply them, refuses them at start naming them."""
+    import subprocess
+    import sys
+
+    from rclpy.qos import ReliabilityPolicy
+
+    h = Harness([], node_transport="rclpy", peer="rclpy", start_node=False)
+    topic = f"{h.namespace}/linearization/record"
+    h.node_args = ["--robot", "ur5", "--ros-args", "-p", f"qos_overrides.{topic}.publisher.reliability:=best_effort"]
+    try:
+        h.start()
+        h.wait_ready(need_js=False)
+        (info,) = h.transport.node.get_publishers_info_by_topic(topic)
+        assert info.qos_profile.reliability == ReliabilityPolicy.BEST_EFFORT
+        (info,) = h.transport.node.get_publishers_info_by_topic(f"{h.namespace}/linearization/A")
+        assert info.qos_profile.reliability == ReliabilityPolicy.RELIABLE       # the others as they were
+    finally:
+        h.close()
+    r = subprocess.run([sys.executable, "-m", "sva_linearizer.ros", "node", "--transport", "dds", "--robot", "ur5",
+                        "--ros-args", "-p", "qos_overrides./linearization/record.publisher.reliability:=best_effort"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "qos_overrides./linearization/record.publisher.reliability" in r.stderr, r.stderr
+    assert r.stderr.count("\n") == 1

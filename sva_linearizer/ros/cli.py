@@ -87,6 +87,10 @@ def run_node(args, ros_args=()) -> int:
         params, own = _collect_parameters(args, list(ros_args))
         checked = normalize_parameters(params)  # report a bad parameter before any entity exists
         kind = choose_transport(args.transport)  # what it needs is there, or exit 2 saying what is not
+        refused = sorted(k for k in params if k.startswith("qos_overrides."))
+        if refused and kind != "rclpy":
+            raise ValueError(f"QoS overrides ({', '.join(refused)}) are applied by rclpy only: run the node with "
+                             "--transport rclpy (ROS 2), or drop them")
         overrides = None
         if kind == "rclpy":
             from rclpy.parameter import Parameter

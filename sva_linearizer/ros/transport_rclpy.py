@@ -147,7 +147,10 @@ class RclpyTransport:
         return self.node.get_clock().now().nanoseconds
 
     def create_publisher(self, topic, type_name, qos):
-        return self.node.create_publisher(self._by_name[type_name], topic, self._qos(qos))
+        """A publisher whose QoS the user may override (``qos_overrides.<topic>.publisher.<policy>``
+        parameters: reliability, durability, history, depth)."""
+        return self.node.create_publisher(self._by_name[type_name], topic, self._qos(qos),
+                                          qos_overriding_options=_overridable())
 
     def create_subscription(self, topic, type_name, callback, qos, raw_decode=None):
         """``raw_decode``: None (the default: rclpy messages, except nav_msgs/Odometry, see below),
@@ -161,7 +164,8 @@ class RclpyTransport:
         if raw_decode is False or (raw_decode is None and decoder is None):
             def cb(msg):
                 callback(msg, now())
-            return self.node.create_subscription(self._by_name[type_name], topic, cb, self._qos(qos))
+            return self.node.create_subscription(self._by_name[type_name], topic, cb, self._qos(qos),
+                                                 qos_overriding_options=_overridable())
         if decoder is None:
             raise ValueError(f"no raw decoder for {type_name}")
         warn = Throttle(self.logger.warning, 2.0)
@@ -173,7 +177,8 @@ class RclpyTransport:
                 warn(("decode", topic), f"{topic}: dropped a sample that could not be decoded ({e})")
                 return
             callback(msg, now())
-        return self.node.create_subscription(self._by_name[type_name], topic, raw_cb, self._qos(qos), raw=True)
+        return self.node.create_subscription(self._by_name[type_name], topic, raw_cb, self._qos(qos), raw=True,
+                                             qos_overriding_options=_overridable())
 
     def _wait(self, count, timeout_s):
         end = time.monotonic() + timeout_s
@@ -234,6 +239,13 @@ class RclpyTransport:
         self.node.destroy_node()
         self.node = None
         self.context.try_shutdown()
+
+
+def _overridable():
+    """rclpy's QoS overriding options: the policies ROS 2 lets a user override by parameter."""
+    from rclpy.qos_overriding_options import QoSOverridingOptions
+
+    return QoSOverridingOptions.with_default_policies()
 
 
 def _rclpy_type(kind: str):
