@@ -172,3 +172,22 @@ def test_two_namespaced_nodes_take_their_own_description_by_default():
     finally:
         for _, h in hs:
             h.close()
+
+
+def test_parameter_files_follow_the_remapped_node_name(tmp_path):
+    """On the DDS transport a parameter file is matched as ROS 2 matches it, against the node's
+    name and namespace after `-r __node:=` / `-r __ns:=`: the entry for /<ns>/arm applies (ur5),
+    not the one for the default name (panda), and the node's topics are in that namespace."""
+    h = Harness([], start_node=False)
+    f = tmp_path / "params.yaml"
+    f.write_text(f"/**:\n  ros__parameters:\n    warn_period: 0.0\n"
+                 f"{h.namespace}/arm:\n  ros__parameters:\n    robot: ur5\n"
+                 f"sva_linearizer:\n  ros__parameters:\n    robot: panda\n")
+    h.node_args = ["--ros-args", "-r", "__node:=arm", "-r", f"__ns:={h.namespace}", "--params-file", str(f)]
+    try:
+        h.start()
+        h.wait_log(r"model from robot: 6 joints, fixed base", timeout=120.0)
+        h.wait_ready()
+        check_A_B(h, "ur5", False, n=1, oracle=False)
+    finally:
+        h.close()

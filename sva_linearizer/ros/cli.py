@@ -43,12 +43,13 @@ def _collect_parameters(args, ros_args):
     With rclpy, ``--ros-args`` (and ``--config``, passed on as ``--params-file``) are read by rcl
     itself; only our own options become parameter overrides. The full set is still parsed here to
     report a bad parameter before any entity exists."""
-    from .parameter_files import load_params_file, parse_ros_args, parse_value
+    from .parameter_files import load_params_file, parse_ros_args, parse_value, ros_identity
 
     params, own = {}, {}
+    name, namespace = ros_identity(ros_args, NODE_NAME, getattr(args, "namespace", "") or "")
     if args.config:
-        params.update(load_params_file(args.config, NODE_NAME))
-    params.update(parse_ros_args(ros_args, NODE_NAME))
+        params.update(load_params_file(args.config, name, namespace))
+    params.update(parse_ros_args(ros_args, name, namespace))
     for item in args.param:
         name, sep, value = item.partition("=")
         if not sep:
@@ -79,6 +80,7 @@ def run_node(args, ros_args=()) -> int:
     """Build the transport and the node, spin until SIGINT/SIGTERM (or --duration), exit 0."""
     from .loopback import loopback_config, loopback_vars
     from .node import LinearizerNode
+    from .parameter_files import ros_identity
     from .parameters import normalize_parameters
     from .prerequisites import choose_transport
     from .transport import make_transport
@@ -99,9 +101,10 @@ def run_node(args, ros_args=()) -> int:
             os.environ.update({k: v for k, v in loopback_vars(args.domain_id if args.domain_id is not None
                                                               else int(os.environ.get("ROS_DOMAIN_ID") or 0)).items()
                                if k != "ROS_DOMAIN_ID"})
-        transport = make_transport(kind, NODE_NAME, domain_id=args.domain_id,
+        name, namespace = ros_identity(list(ros_args), NODE_NAME, args.namespace or "")
+        transport = make_transport(kind, name if kind != "rclpy" else NODE_NAME, domain_id=args.domain_id,
                                    config=loopback_config() if args.loopback else None,
-                                   namespace=args.namespace,
+                                   namespace=namespace if kind != "rclpy" else args.namespace,
                                    args=_rcl_args(args, ros_args), parameter_overrides=overrides)
     except (ValueError, RuntimeError, OSError) as e:
         print(f"sva-linearizer node: {e}", file=sys.stderr)

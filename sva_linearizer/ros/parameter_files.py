@@ -65,9 +65,28 @@ def parse_value(text: str):
         return text
 
 
-def parse_ros_args(args, node_name: str = "sva_linearizer") -> dict:
+def ros_identity(args, node_name: str = "sva_linearizer", namespace: str = "") -> tuple[str, str]:
+    """The node's name and namespace after ``--ros-args -r __node:=NAME -r __ns:=/NS`` (ROS 2's
+    remapping of a node's own name and namespace; the last one given wins), from the defaults."""
+    in_ros = False
+    for i, a in enumerate(args):
+        if a == "--ros-args":
+            in_ros = True
+        elif a == "--":
+            in_ros = False
+        elif in_ros and a in ("-r", "--remap") and i + 1 < len(args):
+            src, sep, dst = args[i + 1].partition(":=")
+            if sep and src == "__node":
+                node_name = dst
+            elif sep and src == "__ns":
+                namespace = dst
+    return node_name, namespace
+
+
+def parse_ros_args(args, node_name: str = "sva_linearizer", namespace: str = "") -> dict:
     """Parameters from ``--ros-args`` (``--params-file FILE``, ``-p name:=value``) for the DDS
-    transport; other ROS arguments (remapping, logging) are ignored."""
+    transport, parameter files matched against the node's name and namespace (ros_identity gives
+    them after remapping); other ROS arguments (remapping, logging) are not parameters."""
     params = {}
     in_ros = False
     i = 0
@@ -78,7 +97,7 @@ def parse_ros_args(args, node_name: str = "sva_linearizer") -> dict:
         elif a == "--":
             in_ros = False
         elif in_ros and a == "--params-file" and i + 1 < len(args):
-            params.update(load_params_file(args[i + 1], node_name))
+            params.update(load_params_file(args[i + 1], node_name, namespace))
             i += 1
         elif in_ros and a in ("-p", "--param") and i + 1 < len(args):
             name, sep, value = args[i + 1].partition(":=")
