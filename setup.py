@@ -24,7 +24,9 @@ setup(
     # Loose lower bounds: ROS 2 Humble ships numpy 1.21 and scipy 1.8 (Ubuntu 22.04)
     install_requires=["numpy>=1.21", "scipy>=1.8", "urdf_parser_py>=0.0.4", "lxml>=4.8", "PyYAML>=5.4"],
     extras_require={
-        "fast": ["numba>=0.55"],                      # compiled kernels (same functions, faster)
+        # compiled kernels (same functions, faster); 0.59 is the oldest whose compile is tested
+        # (.ci/floors; Ubuntu 22.04's numba 0.55 is too old: pip install "numba>=0.59")
+        "fast": ["numba>=0.59"],
         "dds": ["cyclonedds>=0.10.2"],                # ROS 2 wire protocol without a ROS 2 install
         "plot": ["matplotlib>=3.5"],                  # `sva-linearizer plot`
         "robots": ["example-robot-data>=4.1"],        # robots by name (--robot solo12, ur5, ...)

@@ -216,9 +216,15 @@ def next_state(model: Model, state: State, nu_dot: ArrayLike, dt: float) -> Stat
     dt = check_dt(dt)
     nu_dot = as_vector("nu_dot", nu_dot, model.nv)
     v_plus = state.v + dt * nu_dot
-    if not model.floating_base:
-        return State.from_vectors(model, state.s + dt * v_plus, v_plus)
-    R = state.R
-    dR, dp = se3_exp(dt * v_plus[:6])
-    q = np.concatenate([state.p + R @ dp, matrix_to_quat(R @ dR), state.s + dt * v_plus[6:]])
+    with np.errstate(all="ignore"):
+        if not model.floating_base:
+            q = state.s + dt * v_plus
+        else:
+            R = state.R
+            dR, dp = se3_exp(dt * v_plus[:6])
+            q = np.concatenate([state.p + R @ dp, matrix_to_quat(R @ dR), state.s + dt * v_plus[6:]])
+    for what, x in (("velocity", v_plus), ("configuration", q)):
+        if not np.all(np.isfinite(x)):
+            raise ValueError(f"next_state overflowed float64: the {what} one step of {dt:g} s after the state "
+                             f"(|nu| {np.max(np.abs(state.v)):.3g}, |nu_dot| {np.max(np.abs(nu_dot)):.3g})")
     return State.from_vectors(model, q, v_plus)
