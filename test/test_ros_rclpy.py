@@ -302,12 +302,15 @@ def test_auto_transport_is_rclpy_when_importable():
         t.close()
 
 
-def test_use_sim_time_stamps_unstamped_states_with_the_clock_topic():
-    """`-p use_sim_time:=true`: the node's clock is /clock's (rclpy's time source), so a joint state
-    without a stamp gets the simulated time, not the wall clock's."""
+@pytest.mark.parametrize("node_transport", ["rclpy", "dds"])
+def test_use_sim_time_stamps_unstamped_states_with_the_clock_topic(node_transport):
+    """`-p use_sim_time:=true`: the node's clock is /clock's (rclpy's time source; on the DDS
+    transport its own /clock subscription), so a joint state without a stamp gets the simulated
+    time, not the wall clock's."""
     from rosgraph_msgs.msg import Clock
 
-    h = Harness(["--robot", "ur5", "--ros-args", "-p", "use_sim_time:=true"], node_transport="rclpy", peer="rclpy")
+    h = Harness(["--robot", "ur5", "--ros-args", "-p", "use_sim_time:=true"], node_transport=node_transport,
+                peer="rclpy")
     try:
         h.wait_ready()
         clock_pub = h.transport.node.create_publisher(Clock, "/clock", 10)

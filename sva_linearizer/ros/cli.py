@@ -112,6 +112,8 @@ def run_node(args, ros_args=()) -> int:
     try:
         if kind == "rclpy":
             params = transport.get_parameters(DEFAULT_PARAMETERS, PARAMETER_TYPES)
+        elif params.get("use_sim_time") in (True, "true", "True"):
+            transport.use_sim_time()            # rclpy's time source does this itself
         node = LinearizerNode(transport, params)
         if kind == "rclpy":
             transport.publish_parameters(node.params)   # read back: the values in use

@@ -136,6 +136,11 @@ class WrenchStamped(IdlStruct, typename="geometry_msgs::msg::dds_::WrenchStamped
 
 
 @dataclass
+class Clock(IdlStruct, typename="rosgraph_msgs::msg::dds_::Clock_"):
+    clock: Time = field(default_factory=Time)
+
+
+@dataclass
 class KeyValue(IdlStruct, typename="diagnostic_msgs::msg::dds_::KeyValue_"):
     key: str = ""
     value: str = ""

@@ -13,7 +13,7 @@ import os
 
 #: ROS 2 packages whose Python messages the rclpy transport imports (package name = rosdep key).
 RCLPY_MESSAGE_PACKAGES = ("builtin_interfaces", "std_msgs", "sensor_msgs", "geometry_msgs", "nav_msgs",
-                          "diagnostic_msgs", "rcl_interfaces")
+                          "diagnostic_msgs", "rosgraph_msgs", "rcl_interfaces")
 
 TRANSPORTS = ("auto", "rclpy", "dds")
 

@@ -79,6 +79,7 @@ class DdsTransport:
         self._topics = {}
         self._subs = []        # (topic, reader, read condition, callback, depth), in creation order
         self._timers = []      # [period, next due (monotonic), callback]
+        self._sim_time_ns = None   # with use_sim_time: the last /clock
         self._writers = []
         self._stop = threading.Event()
         self._warn = Throttle(self.logger.warning, 2.0)
@@ -106,7 +107,17 @@ class DdsTransport:
         return self._topics[key]
 
     def now_ns(self):
-        return time.time_ns()
+        """The node's clock: the system clock, or with use_sim_time the last /clock (0 before one)."""
+        return self._sim_time_ns if self._sim_time_ns is not None else time.time_ns()
+
+    def use_sim_time(self):
+        """ROS time from /clock (rosgraph_msgs/Clock), as rclpy's time source does with use_sim_time."""
+        self._sim_time_ns = 0
+
+        def on_clock(msg, recv_ns):
+            self._sim_time_ns = int(msg.clock.sec) * 1_000_000_000 + int(msg.clock.nanosec)
+        self.create_subscription("/clock", "rosgraph_msgs/msg/Clock", on_clock,
+                                 dict(reliable=False, transient_local=False, depth=1))
 
     def create_publisher(self, topic, type_name, qos):
         from cyclonedds.pub import DataWriter
@@ -171,7 +182,7 @@ class DdsTransport:
             except Exception as e:  # undecodable sample: report, drop, keep running
                 self._warn(("decode", topic), f"{topic}: dropped a sample that could not be decoded ({e})")
                 continue
-            now = time.time_ns()
+            now = self.now_ns()
             for msg in samples:
                 if not getattr(msg.sample_info, "valid_data", True) or not hasattr(msg, "__idl__"):
                     continue
