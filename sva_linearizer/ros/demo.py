@@ -61,6 +61,15 @@ def stop_process(proc, timeout=10.0):
     return proc.returncode
 
 
+def _stop_all(procs, transport) -> None:
+    """Stop the demo's children, close its transport, let the pump threads print the last lines."""
+    for proc in procs:
+        if proc is not None:
+            stop_process(proc)
+    transport.close()
+    time.sleep(0.2)
+
+
 def default_demo_robot() -> str:
     """solo12 when example-robot-data is installed, else the bundled quadruped."""
     from sva_linearizer.robots import robot_urdf_path
@@ -158,11 +167,7 @@ def run_demo(seconds=5.0, robot=None, rate=100.0, startup_timeout=120.0, out=Non
     except KeyboardInterrupt:
         code = 130
     finally:
-        for proc in (sim, node):
-            if proc is not None:
-                stop_process(proc)
-        transport.close()
-        time.sleep(0.2)  # let the pump threads print the children's last lines
+        _stop_all((sim, node), transport)
     print(f"demo: done (node exit code {node.returncode})", file=out, flush=True)
     return code
 
@@ -296,11 +301,7 @@ def run_control_demo(seconds=5.0, robot=None, rate=100.0, plant=None, corrupt_re
     except KeyboardInterrupt:
         code = 130
     finally:
-        for proc in (sim, node):
-            if proc is not None:
-                stop_process(proc)
-        transport.close()
-        time.sleep(0.2)
+        _stop_all((sim, node), transport)
     return code
 
 
