@@ -4,6 +4,9 @@ import shutil
 import subprocess
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
+# another sva_linearizer package's __init__.py: importing it writes its path to $DECOY_LOG and fails
+DECOY = ("import os\nopen(os.environ['DECOY_LOG'], 'a').write(__file__ + '\\n')\n"
+         "raise SystemExit('decoy package imported')\n")
 
 
 def copy_checkout(dst: pathlib.Path) -> pathlib.Path:

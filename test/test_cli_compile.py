@@ -18,6 +18,7 @@ import time
 
 import pytest
 
+from checkout import DECOY
 from sva_linearizer import _cache, _jit
 
 needs_numba = pytest.mark.skipif(not _jit.HAVE_NUMBA, reason="numba is not installed")
@@ -67,7 +68,7 @@ def test_cold_cache_says_so_once_then_silent(tmp_path):
     assert r["statuses"] == ["compiled", "warm", "warm", "warm"] and r["warm"]
     assert "sva_linearizer: compiling the numba kernels (once per machine" in err
     assert "[1/1] stand-in stage ... (" in err
-    assert f"done in " in err and f"cached in {r['dirs'][0]}" in err
+    assert "done in " in err and f"cached in {r['dirs'][0]}" in err
     assert all(pathlib.Path(d).is_relative_to(tmp_path) for d in r["dirs"])
     assert (pathlib.Path(r["dirs"][0]) / _cache.MARKER_NAME.format(group="core")).is_file()
     r, err = _result(_fake(tmp_path / "cache"))                     # the next process: warm, silent
@@ -122,7 +123,8 @@ def make(name, fails_in_worker=False):
 j.WARMUP_STAGES[:] = [j.Stage("core", "a", make("a")), j.Stage("core", "bb", make("bb")),
                       j.Stage("core", "ccc", make("ccc"), ("a", "bb")),
                       j.Stage("core", "bad", make("dddd", fails_in_worker=True))]
-j._STAGE_MAIN = "import sys, stand_in_stages; from sva_linearizer.warmup import run_stage; sys.exit(run_stage(sys.argv[1]))"
+j._STAGE_MAIN = ("import sys, stand_in_stages; from sva_linearizer.warmup import run_stage; "
+                 "sys.exit(run_stage(sys.argv[1]))")
 """
 WORKERS = r"""
 import json, os
@@ -399,7 +401,6 @@ def test_compile_command_without_numba():
 
 
 CHILD_IMPORT = "import sva_linearizer, sys; print(sva_linearizer.__file__)"
-DECOY = "import os\nopen(os.environ['DECOY_LOG'], 'a').write(__file__ + '\\n')\nraise SystemExit('decoy package imported')\n"
 
 
 def _decoys(tmp_path):

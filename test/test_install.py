@@ -19,11 +19,10 @@ import time
 
 import pytest
 
-from checkout import ROOT, copy_checkout
+from checkout import DECOY, ROOT, copy_checkout
 from sva_linearizer import _jit
 
 STOCK_PIP = "pip==23.0.1"          # Debian 12's; Ubuntu 22.04 (ROS 2 Humble) ships 22.0.2
-DECOY = "import os\nopen(os.environ['DECOY_LOG'], 'a').write(__file__ + '\\n')\nraise SystemExit('decoy package imported')\n"
 COMPILE_TIMEOUT_S = 1800
 
 

@@ -68,7 +68,8 @@ def samples():
     odom.pose.covariance = list(rng.normal(size=36))
     odom.twist.covariance = list(rng.normal(size=36))
     yield "nav_msgs/msg/Odometry", odom
-    yield "nav_msgs/msg/Odometry", odometry_msg(T, 0, [0, 0, 0], [0, 0, 0, 1], [0] * 6, frame_id="", child_frame_id="abcde")
+    yield "nav_msgs/msg/Odometry", odometry_msg(T, 0, [0, 0, 0], [0, 0, 0, 1], [0] * 6, frame_id="",
+                                                child_frame_id="abcde")
     for shape in ((36, 36), (36, 12), (1, 1), (70, 29)):
         yield "std_msgs/msg/Float64MultiArray", matrix_to_msg(T, rng.normal(size=shape))
     yield "std_msgs/msg/Float64MultiArray", T.Float64MultiArray()

@@ -14,7 +14,7 @@ import unittest
 
 import pytest
 
-launch_testing = pytest.importorskip("launch_testing", reason="launch_testing (ROS 2) is not installed")
+pytest.importorskip("launch_testing", reason="launch_testing (ROS 2) is not installed")
 pytest.importorskip("launch_ros", reason="launch_ros (ROS 2) is not installed")
 rclpy = pytest.importorskip("rclpy", reason="rclpy (ROS 2) is not installed")
 _ament = pytest.importorskip("ament_index_python.packages", reason="ament_index_python (ROS 2) is not installed")

@@ -126,7 +126,8 @@ def test_position_only_joint_states_are_zero_velocity_and_torque_said_once():
         np.testing.assert_array_equal(msg_to_matrix(rb.T.published["linearization/B"][-1]), expected.B)
     assert rb.count() == 3 and rb.warnings() == []
     said = [t for lvl, t in rb.T.logger.lines if "is empty; taking it as zero" in t]
-    assert len(said) == 2 and said[0].startswith("joint_states: velocity") and said[1].startswith("joint_states: effort")
+    assert len(said) == 2 and said[0].startswith("joint_states: velocity")
+    assert said[1].startswith("joint_states: effort")
 
 
 @pytest.mark.parametrize("empty", ["velocity", "effort"])
@@ -621,7 +622,7 @@ def test_diagnostics_report_rates_latency_drops_and_kernels():
     """/diagnostics about once a second: ERROR without a model; OK with the rates and latency of the
     records published since the last report; WARN, with the reason, when inputs were dropped."""
     T = FakeTransport()
-    node = LinearizerNode(T, {"warn_period": 0})             # no model: waits for the description topic
+    LinearizerNode(T, {"warn_period": 0})                    # no model: waits for the description topic
     (period, report), = T.timers
     assert period == 1.0 and T.qos["/diagnostics"][0] == "diagnostic_msgs/msg/DiagnosticArray"
     report()

@@ -1,4 +1,5 @@
-"""Numbers printed in Chapter 5 of the Bos thesis ("Efficient Geometric Sensitivity Analysis of Moving-Base Multibody Dynamics", TU/e 2019), transcribed from the seed text.
+"""Numbers printed in Chapter 5 of the Bos thesis ("Efficient Geometric Sensitivity Analysis of
+Moving-Base Multibody Dynamics", TU/e 2019), transcribed from the seed text.
 
 They are the oracle for test_thesis.py: nothing here was computed by this package.
 D1 is the finite-difference matrix of (5.5) (printed in the same digits as Table 4.2's output,

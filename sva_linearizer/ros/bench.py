@@ -10,7 +10,8 @@ For each robot and input rate, three processes on a private loopback-only DDS do
 
 So the latency is end to end: publisher serialisation, DDS loopback, the node's validation,
 linearization and serialisation of the record (and of the point and A, B beside it), DDS again,
-and deserialisation in Python here. The output rate is records per second after a warm-up. When the node is slower than the input
+and deserialisation in Python here. The output rate is records per second after a warm-up. When the
+node is slower than the input
 it drops to the newest joint state (subscription depth 1) rather than queueing.
 
 Where the node's time goes: ``node CPU/pair`` is the node process's CPU time (user + system, from

@@ -223,7 +223,8 @@ def run_control_demo(seconds=5.0, robot=None, rate=100.0, plant=None, corrupt_re
         from .sim import BAUMGARTE
 
         node_args += ["--param", f"contact_frames=[{', '.join(feet)}]", "--param", "contact_references=world_aligned",
-                      "--param", f"contact_baumgarte_kp={BAUMGARTE[0]}", "--param", f"contact_baumgarte_kd={BAUMGARTE[1]}"]
+                      "--param", f"contact_baumgarte_kp={BAUMGARTE[0]}",
+                      "--param", f"contact_baumgarte_kd={BAUMGARTE[1]}"]
     node = start_process([sys.executable, "-m", "sva_linearizer.ros", "node", *node_args], env, "  [node] ")
     transport = DdsTransport("sva_linearizer_controller", domain_id=domain, config=loopback_config())
     pub = transport.create_publisher(TOPIC_COMMANDS, "std_msgs/msg/Float64MultiArray", QOS_OUTPUT)
@@ -325,7 +326,8 @@ def _control_verdict(log, feet, seconds, rate, out) -> int:
               and peak <= BOUNDS["push_peak_m"] and np.all(np.isfinite(err)))
         print(f"demo --control: push recovery: largest base offset {peak * 1e3:.2f} mm (bound "
               f"{BOUNDS['push_peak_m'] * 1e3:g}); over the last 0.5 s offset {offset * 1e3:.3f} mm (bound "
-              f"{BOUNDS['base_offset_m'] * 1e3:g}), tilt {tilt * 1e3:.3f} mrad (bound {BOUNDS['base_tilt_rad'] * 1e3:g}): "
+              f"{BOUNDS['base_offset_m'] * 1e3:g}), tilt {tilt * 1e3:.3f} mrad "
+              f"(bound {BOUNDS['base_tilt_rad'] * 1e3:g}): "
               f"{'met' if ok else 'NOT met'}", file=out, flush=True)
     else:
         after = t >= 1.0

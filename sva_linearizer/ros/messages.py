@@ -23,7 +23,8 @@ ROS_TYPES = (
     "geometry_msgs/msg/Quaternion", "geometry_msgs/msg/Pose", "geometry_msgs/msg/PoseWithCovariance",
     "geometry_msgs/msg/Twist", "geometry_msgs/msg/TwistWithCovariance", "nav_msgs/msg/Odometry",
     "geometry_msgs/msg/Wrench", "geometry_msgs/msg/WrenchStamped",
-    "rosgraph_msgs/msg/Clock", "diagnostic_msgs/msg/KeyValue", "diagnostic_msgs/msg/DiagnosticStatus", "diagnostic_msgs/msg/DiagnosticArray",
+    "rosgraph_msgs/msg/Clock",
+    "diagnostic_msgs/msg/KeyValue", "diagnostic_msgs/msg/DiagnosticStatus", "diagnostic_msgs/msg/DiagnosticArray",
 )
 
 

@@ -304,7 +304,8 @@ class LinearizerNode:
             text = " ".join(str(e).split())
             if "example-robot-data" in text:
                 distro = os.environ.get("ROS_DISTRO") or "<distro>"
-                text += f"; with ROS 2: rosdep key example-robot-data (sudo apt install ros-{distro}-example-robot-data)"
+                text += (f"; with ROS 2: rosdep key example-robot-data "
+                         f"(sudo apt install ros-{distro}-example-robot-data)")
             return f"{what}: cannot build a model ({type(e).__name__}: {text})"
         # warm-up: the first linearization loads the compiled kernels (a warm numba cache) or, on
         # a fresh install, starts their compile in a background process and runs them as plain

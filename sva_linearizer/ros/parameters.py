@@ -26,7 +26,8 @@ DEFAULT_PARAMETERS = {
     "robot_description": "",      # URDF XML (takes precedence)
     "urdf_path": "",              # path to a URDF file
     "robot": "",                  # a robot name known to sva_linearizer.robots (e.g. solo12)
-    "robot_description_topic": "robot_description",  # used when none of the above is set (relative: in the node's namespace, as robot_state_publisher publishes it)
+    # used when none of the above is set; relative (in the node's namespace), as robot_state_publisher publishes it
+    "robot_description_topic": "robot_description",
     "floating_base": "auto",      # true: SE(3) base from odom; false: fixed base, no odom;
                                   # auto: the named robot's default, else true
     "gravity": [0.0, 0.0, -9.81],  # world frame
@@ -69,7 +70,8 @@ PARAMETER_TYPES = {
     "robot_description_topic": "string", "floating_base": "bool", "gravity": "double_array",
     "max_rate": "double", "max_odom_age": "double", "quaternion_tolerance": "double",
     "time_reset_threshold": "double", "warn_period": "double", "ignore_unknown_joints": "bool",
-    "allow_empty_velocity_effort": "bool", "joint_states_topic": "string", "odom_topic": "string", "base_frame": "string", "odom_frame": "string",
+    "allow_empty_velocity_effort": "bool", "joint_states_topic": "string", "odom_topic": "string",
+    "base_frame": "string", "odom_frame": "string",
     "contact_frames": "string_array", "contact_kinds": "string_array", "contact_references": "string_array",
     "contact_offsets": "double_array", "contact_baumgarte_kp": "double_array",
     "contact_baumgarte_kd": "double_array", "contact_mode": "string", "contacts_default_active": "bool",

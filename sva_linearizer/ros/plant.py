@@ -3,7 +3,8 @@ simulator: the examples' and the closed-loop tests' plant) and the package's own
 demo's plant where Pinocchio is not installed).
 
 The controllers of the examples and of ``sva-linearizer demo --control`` are designed on
-sva_linearizer's A and B; the robot they control is simulated by Pinocchio (https://github.com/stack-of-tasks/pinocchio, ``pip install pin``),
+sva_linearizer's A and B; the robot they control is simulated by Pinocchio
+(https://github.com/stack-of-tasks/pinocchio, ``pip install pin``),
 which computes its own forward dynamics (``pin.aba``, or ``pin.constraintDynamics`` for a robot
 standing on rigid contacts) and integrates on the configuration manifold (``pin.integrate``: the
 base pose H <- H exp(h v^) on SE(3)). Nothing here calls sva_linearizer's dynamics.

@@ -572,7 +572,8 @@ def run(robots=DEFAULT_ROBOTS, batch=128, repeat=15, number=20, cold=True, out=p
     rows = []
     out(machine_line())   # (the ratios depend on the CPU: say which)
     out(f"sva_linearizer vs Pinocchio, same random states, one process; batch of {batch} on "
-        f"{num_threads()} thread(s); medians of {repeat} runs, ours and Pinocchio taking turns; ratio = median of the runs' ratios")
+        f"{num_threads()} thread(s); medians of {repeat} runs, ours and Pinocchio taking turns; "
+        "ratio = median of the runs' ratios")
     hdr = (f"{'robot':<10} {'nv':>3} | {'lean':>7} {'pin pre':>7} {'ratio':>6} | {'State+Data':>10} "
            f"{'ratio':>6} | {'default':>7} {'pin alloc':>9} {'ratio':>6} | "
            f"{'batch/state: ours':>17} {'pin':>7} {'ratio':>6} {'1 thr':>6} | {'dt':>5} | {'1st call warm':>13} "
@@ -607,7 +608,8 @@ def run(robots=DEFAULT_ROBOTS, batch=128, repeat=15, number=20, cold=True, out=p
         "arrays as ours does (1 thr: the batch on one thread). "
         "dt: one state with dt (A, B and Ad, Bd) over one state without. 1st call: in a fresh process, "
         "after imports and model loading (warm: numba cache present; cold: empty cache, the "
-        "kernels' plain-Python form answering while they would compile). e_max = max|ours - Pinocchio| / mean|Pinocchio| over A and B.")
+        "kernels' plain-Python form answering while they would compile). "
+        "e_max = max|ours - Pinocchio| / mean|Pinocchio| over A and B.")
     return rows
 
 

@@ -2,7 +2,8 @@
 
 Runs the warm-up of every compile group in a fresh process with an empty numba cache (a temporary
 folder), in that one process (SVA_LINEARIZER_COMPILE_JOBS=1: the CPU time of a compile, which
-`sva-linearizer compile` spreads over the machine's cores), and records each compilation unit numba builds (one per dispatcher and signature) from
+`sva-linearizer compile` spreads over the machine's cores), and records each compilation unit numba
+builds (one per dispatcher and signature) from
 numba's events: its own time (nested compiles of the kernels it calls subtracted), the part of it
 spent holding the LLVM lock (LLVM's optimisation and machine-code generation, of the unit and of
 the kernels linked into it), the rest being numba's front end (bytecode analysis, typing, IR
