@@ -334,7 +334,7 @@ class LinearizerNode:
         self.description_id += 1
         self._description = description_json(
             self.description_id, model, z_names(model), self.contacts, p["contact_mode"], p["dt"],
-            sorted(self._omit))
+            sorted(self._omit), self._base_frame)
         self._pub_description.publish(self._types.String(data=self._description))
         self._index = {n: i for i, n in enumerate(model.joint_names)}
         self._perm_cache.clear()

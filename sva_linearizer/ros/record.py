@@ -120,13 +120,14 @@ class RecordDescription:
 
 
 def description_json(description_id: int, model, z_names, contacts=(), contact_mode=None, dt=0.0,
-                     omitted=()) -> str:
-    """The JSON text of ``linearization/description`` for a model and the node's configuration."""
+                     omitted=(), base_frame: str | None = None) -> str:
+    """The JSON text of ``linearization/description`` for a model and the node's configuration
+    (base_frame: the odometry's child frame, default the model's root link)."""
     nq = model.nv + 1 if model.floating_base else model.nv
     return json.dumps({
         "format": RECORD_FORMAT, "id": int(description_id),
         "joint_names": list(model.joint_names), "floating_base": bool(model.floating_base),
-        "base_frame": model.base_name,
+        "base_frame": base_frame or model.base_name,
         "nq": nq, "nv": model.nv, "nj": model.nj,
         "z": list(z_names),
         "contact_mode": contact_mode if contacts else None,
