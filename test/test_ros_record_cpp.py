@@ -27,8 +27,9 @@ def consumer(tmp_path_factory):
     if cxx is None or not os.path.isdir(EIGEN):
         pytest.skip("needs a C++ compiler and Eigen (apt install g++ libeigen3-dev)")
     exe = tmp_path_factory.mktemp("cpp") / "record_consumer"
-    r = subprocess.run([cxx, "-std=c++17", "-O1", "-Wall", "-Werror", f"-I{EIGEN}", str(HERE / "cpp" / "record_consumer.cpp"),
-                        "-o", str(exe)], capture_output=True, text=True, timeout=300)
+    r = subprocess.run([cxx, "-std=c++17", "-O1", "-Wall", "-Werror", f"-I{EIGEN}",
+                        str(HERE / "cpp" / "record_consumer.cpp"), "-o", str(exe)],
+                       capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     return exe
 

@@ -31,12 +31,12 @@ import numpy as np
 
 from .demo import start_process, stop_process
 from .record import RecordReader
-
-# the node runs with the full record: the discrete part too (Ad, Bd, the predicted next state)
-RECORD_DT = 0.01
 from .loopback import loopback_config, loopback_env, loopback_vars, private_domain_id
 from .transport_dds import DdsTransport
 from .transport_rclpy import RclpyTransport
+
+# the node runs with the full record: the discrete part too (Ad, Bd, the predicted next state)
+RECORD_DT = 0.01
 
 
 def _cpu_seconds(pid):

@@ -1,0 +1,1 @@
+"""Helpers of the ROS 2 tests: the in-memory transport, the real-DDS harness, shared checks, the oracle."""
