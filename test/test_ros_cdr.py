@@ -120,7 +120,7 @@ def test_struct_definitions_match_ros2_humble():
 def test_node_output_messages_bytes_equal_rosbags():
     """The node's actual output messages: the record, its description, the point, A and B."""
     T = FakeTransport()
-    node = LinearizerNode(T, {"robot": "ur5", "warn_period": 0})
+    node = LinearizerNode(T, {"robot": "ur5", "warn_period": 0, "publish_point": True})
     m = node.model
     rng = np.random.default_rng(1)
     T.deliver("joint_states", joint_state_msg(T.types, 7 * 10**9 + 3, m.joint_names, rng.normal(size=m.nj),

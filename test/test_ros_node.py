@@ -77,7 +77,7 @@ def solo():
 
 
 def test_shuffled_joint_states_give_library_A_B_with_standard_layout():
-    rb = Robot({"robot": "solo12", "warn_period": 0})
+    rb = Robot({"robot": "solo12", "warn_period": 0, "publish_point": True})
     x = rb.state()
     names = list(np.array(rb.model.joint_names)[rb.rng.permutation(rb.model.nj)])
     _, stamp = rb.send(x, names=names)

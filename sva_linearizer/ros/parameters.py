@@ -58,7 +58,7 @@ DEFAULT_PARAMETERS = {
     # the output (docs/ros.md, "The linearization record")
     "dt": 0.0,                    # s; > 0: the record also holds Ad, Bd and the predicted next state
     "record_omit": [],            # sections left out of the record (bandwidth), e.g. [Ad, Bd]
-    "publish_point": True,        # the point as linearization/point/joint_state and /odom too
+    "publish_point": False,       # the point as linearization/point/joint_state and /odom too
     "publish_a_b": True,          # A and B as linearization/A and /B too
 }
 
