@@ -53,7 +53,7 @@ def test_bench_node_soak_smoke():
     rc, out = _run(["bench-node", "--soak", "--robots", "quadruped", "--rates", "100", "--seconds", "3",
                     "--warmup", "1", "--report-every", "1"], timeout=240)
     import re
-    assert re.search(r"node resident memory: [\d.]+ MiB at the first pair, [\d.]+ MiB at the start, "
+    assert re.search(r"node resident memory: [\d.]+ MiB at the first record, [\d.]+ MiB at the start, "
                      r"[\d.]+ MiB at the end \([+-][\d.]+%\)", out), out
     m = re.search(r"records published by the node: (\d+); records received whole: (\d+) .*; lost: (\d+)", out)
     assert m and int(m.group(1)) > 0 and int(m.group(1)) == int(m.group(2)) and m.group(3) == "0", out

@@ -205,7 +205,7 @@ def run_soak(robot: str = "solo12", rate: float = 1000.0, seconds: float = 3600.
              pin: bool = True, report_every: float = 60.0, warmup: float = 30.0, out=None) -> int:
     """The node fed at ``rate`` Hz for ``seconds`` (after ``warmup`` s), publisher, node and
     receiver in separate processes as in :func:`bench_case`. Reports the node's resident memory
-    (at the first pair, at the start and end of the measured span, every ``report_every`` s),
+    (at the first record, at the start and end of the measured span, every ``report_every`` s),
     the joint states sent, the pairs the node completed, the pairs received complete, and the pairs
     lost (completed by the node, never received complete). Exit code 0 when no pair was lost and
     the node's memory at the end is within 1% of the start, else 1."""
@@ -305,7 +305,7 @@ def run_soak(robot: str = "solo12", rate: float = 1000.0, seconds: float = 3600.
     rss_in = [s[1] for s in samples if s[1] is not None]
     change = (rss_b - rss_a) / rss_a * 100.0 if rss_a and rss_b else float("nan")
     load1 = os.getloadavg()
-    print(f"node resident memory: {_mib(rss_first)} at the first pair, {_mib(rss_a)} at the start, "
+    print(f"node resident memory: {_mib(rss_first)} at the first record, {_mib(rss_a)} at the start, "
           f"{_mib(rss_b)} at the end ({change:+.2f}%), min {_mib(min(rss_in) if rss_in else None)}, "
           f"max {_mib(max(rss_in) if rss_in else None)} over {t_b - t_a:.0f} s", file=out)
     print(f"joint states sent: {sent.group(1) if sent else '?'} in {sent.group(2) if sent else '?'} s; "
