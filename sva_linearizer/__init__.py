@@ -13,7 +13,7 @@ from .algorithms import (
     mass_matrix,
     rneamb,
 )
-from .algorithms.contact_rows import Contact
+from .algorithms.contact_rows import Contact, Loop
 from .algorithms.frames import frame_jacobian, frame_placement, frame_velocity
 from .coupling import CoupledModel
 from .data import Data
@@ -35,7 +35,7 @@ def load_urdf(path_or_xml, floating_base=True, gravity=(0.0, 0.0, -9.81), valida
 
 
 __all__ = [
-    "Contact", "CoupledModel", "Data", "Inertia", "frame_jacobian", "frame_placement", "frame_velocity", "Joint", "Linearization", "Model", "SecondOrderDerivatives", "State",
+    "Contact", "CoupledModel", "Data", "Inertia", "frame_jacobian", "frame_placement", "frame_velocity", "Joint", "Linearization", "Loop", "Model", "SecondOrderDerivatives", "State",
     "extended_inverse_dynamics", "extended_inverse_dynamics_derivatives",
     "extended_inverse_dynamics_second_derivatives", "forward_dynamics", "inverse_mass_matrix",
     "discretize", "linearize", "linearize_batch", "linearize_flat", "load_urdf", "mass_matrix", "rneamb", "__version__",

@@ -98,6 +98,84 @@ class Contact:
                 f"offset={tuple(self.offset)}, baumgarte={self.baumgarte})")
 
 
+LOOP_KINDS = ("point", "6d")
+
+
+class Loop:
+    """A closed kinematic loop: a constraint between two frames of the robot, passed in the same
+    `contacts=[...]` list as sl.Contact. kind "point" keeps the point offset_a on frame_a and the
+    point offset_b on frame_b together (3 rows, Pinocchio CONTACT_3D with two joints), "6d" welds
+    the frames (6 rows, CONTACT_6D); reference "local" (frame_a's axes at its point) or
+    "world_aligned" (world axes there); baumgarte (Kp, Kd): the error e (point: R_a^T (p_a - p_b);
+    6d: log6(M_b^-1 M_a)) and the relative velocity enter as for a contact (module docstring).
+    The published forces lambda act on frame_a's body (in the reference frame, at frame_a's
+    point); frame_b's body receives the opposite wrench (point: -lambda at frame_b's point)."""
+
+    __slots__ = ("frame_a", "frame_b", "kind", "reference", "offset_a", "offset_b", "baumgarte")
+
+    def __init__(self, frame_a: str, frame_b: str, kind: str = "point",
+                 offset_a: Sequence[float] = (0.0, 0.0, 0.0), offset_b: Sequence[float] = (0.0, 0.0, 0.0),
+                 reference: str = "local", baumgarte: tuple[float, float] = (0.0, 0.0)):
+        for f in (frame_a, frame_b):
+            if not isinstance(f, str) or not f:
+                raise ValueError(f"Loop: frames must be non-empty frame names (link or body names), got {f!r}")
+        what = f"Loop {frame_a!r}-{frame_b!r}"
+        if frame_a == frame_b:
+            raise ValueError(f"{what}: the two frames must differ")
+        if kind not in LOOP_KINDS:
+            raise ValueError(f"{what}: kind must be one of {LOOP_KINDS}, got {kind!r}")
+        if reference not in REFERENCES:
+            raise ValueError(f"{what}: reference must be one of {REFERENCES}, got {reference!r}")
+        offs = []
+        for name, off in (("offset_a", offset_a), ("offset_b", offset_b)):
+            o = real_array(off, f"{what}: {name}").reshape(-1) if np.size(off) == 3 else None
+            if o is None or not np.all(np.isfinite(o)):
+                raise ValueError(f"{what}: {name} must be 3 finite numbers, got {off!r}")
+            o.flags.writeable = False
+            offs.append(o)
+        try:
+            kp, kd = (float(x) for x in baumgarte)
+        except (TypeError, ValueError):
+            raise ValueError(f"{what}: baumgarte must be (Kp, Kd), two numbers, got {baumgarte!r}") from None
+        if not (np.isfinite(kp) and np.isfinite(kd)):
+            raise ValueError(f"{what}: baumgarte gains must be finite, got {baumgarte!r}")
+        for name, value in (("frame_a", frame_a), ("frame_b", frame_b), ("kind", kind), ("reference", reference),
+                            ("offset_a", offs[0]), ("offset_b", offs[1]), ("baumgarte", (kp, kd))):
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name, value):
+        raise AttributeError("sl.Loop is immutable: make a new one")
+
+    @property
+    def dim(self) -> int:
+        """3 (point) or 6 (6d): the number of constraint rows / force components."""
+        return 3 if self.kind == "point" else 6
+
+    @property
+    def frame(self) -> str:
+        """The loop's name in messages: 'frame_a-frame_b'."""
+        return f"{self.frame_a}-{self.frame_b}"
+
+    @property
+    def offset(self):
+        return self.offset_a
+
+    def __repr__(self):
+        return (f"Loop({self.frame_a!r}, {self.frame_b!r}, kind={self.kind!r}, reference={self.reference!r}, "
+                f"offset_a={tuple(self.offset_a)}, offset_b={tuple(self.offset_b)}, baumgarte={self.baumgarte})")
+
+
+class LoopRef:
+    """A loop resolved on a model: frame_a's FrameRef (k, path, R_f, p_f, XF, as a contact's) and
+    frame_b's (b)."""
+
+    __slots__ = ("k", "path", "R_f", "p_f", "XF", "b")
+
+    def __init__(self, a, b):
+        self.k, self.path, self.R_f, self.p_f, self.XF = a.k, a.path, a.R_f, a.p_f, a.XF
+        self.b = b
+
+
 def _anchor(anchor, frame, kind):
     try:
         if kind == "point" and not (isinstance(anchor, (tuple, list)) and len(anchor) == 2):
@@ -123,8 +201,19 @@ def check_contacts(model: Model, contacts, what="contacts") -> list:
         return []
     out = []
     for i, c in enumerate(contacts):
+        if isinstance(c, Loop) and what == "contacts":
+            try:
+                fr = LoopRef(frame_ref(model, c.frame_a, c.offset_a), frame_ref(model, c.frame_b, c.offset_b))
+            except ValueError as e:
+                raise ValueError(f"{what}[{i}] ({c.frame!r}): {e}") from None
+            if fr.k == fr.b.k:
+                raise ValueError(f"{what}[{i}] ({c.frame!r}): the two frames are on the same rigid body: "
+                                 "the loop constrains nothing")
+            out.append((c, fr))
+            continue
         if not isinstance(c, Contact):
-            raise ValueError(f"{what}[{i}] must be an sl.Contact, got {type(c).__name__}")
+            raise ValueError(f"{what}[{i}] must be an sl.Contact{' or an sl.Loop' if what == 'contacts' else ''}, "
+                             f"got {type(c).__name__}")
         try:
             fr = frame_ref(model, c.frame, c.offset)
         except ValueError as e:
@@ -274,25 +363,322 @@ def terms_size(nv: int, dim: int) -> int:
     return 9 + 3 + 30 * nv + 6 + 3 * dim * nv + dim
 
 
+NI = 6      # ints per constraint of a set: [k, dim, world_aligned, ncol, loop, k_b]
+NP = 140    # floats: [XF (36), R_f (9), p_f (3), e (6), JL (36), Kp, Kd, XF_b (36), R_fb (9), p_fb (3)]
+
+
+LOOP_SCRATCH = 96   # a loop's scratch after its two frames' terms (_loop_scratch)
+
+
+def constraint_size(nv: int, c) -> int:
+    """Floats of one constraint's results in its set's buffer: a contact's terms (terms_size); a
+    loop's twice (frame_b's terms follow frame_a's) and its scratch."""
+    return terms_size(nv, c.dim) * 2 + LOOP_SCRATCH if isinstance(c, Loop) else terms_size(nv, c.dim)
+
+
+@njit(inline="always")
+def _loop_scratch(nv, dim, buf, o):
+    """A loop's views after frame_a's terms at o: frame_b's terms (_carve_terms), then R12 = R_a^T R_b,
+    p12 = R_a^T (p_b - p_a) (c_b's pose in c_a) and 6-vectors of scratch."""
+    ts = 12 + 30 * nv + 6 + 3 * dim * nv + dim                    # terms_size
+    tb = _carve_terms(nv, dim, buf, o + ts)
+    o2 = o + 2 * ts
+    R12 = carve_view(buf, o2, (3, 3))
+    vecs = carve_view(buf, o2 + 12, (14, 6))
+    return tb, R12, buf[o2 + 9:o2 + 12], vecs
+
+
+@njit(inline="always")
+def _x12(R12, p12, dim, x, out):
+    """out = X12 x (dim 6: the motion transform of c_b's pose in c_a, [R x_l + p x (R x_a); R x_a])
+    or R12 x (dim 3)."""
+    for i in range(3):
+        out[i] = R12[i, 0] * x[0] + R12[i, 1] * x[1] + R12[i, 2] * x[2]
+    if dim == 6:
+        for i in range(3):
+            out[3 + i] = R12[i, 0] * x[3] + R12[i, 1] * x[4] + R12[i, 2] * x[5]
+        c0, c1, c2 = _cross3(p12[0], p12[1], p12[2], out[3], out[4], out[5])
+        out[0] += c0
+        out[1] += c1
+        out[2] += c2
+
+
+@njit(inline="always")
+def _x12t(R12, p12, dim, y, out):
+    """out = X12^T y (dim 6: [R^T y_l; R^T (y_a - p x y_l)]) or R12^T y (dim 3)."""
+    if dim == 6:
+        c0, c1, c2 = _cross3(p12[0], p12[1], p12[2], y[0], y[1], y[2])
+        t0, t1, t2 = y[3] - c0, y[4] - c1, y[5] - c2
+        for i in range(3):
+            out[3 + i] = R12[0, i] * t0 + R12[1, i] * t1 + R12[2, i] * t2
+    for i in range(3):
+        out[i] = R12[0, i] * y[0] + R12[1, i] * y[1] + R12[2, i] * y[2]
+
+
+@njit(inline="always")
+def _crm_add(u, x, out, sign):
+    """out += sign * (u x x), the motion cross product (6-vectors)."""
+    a0, a1, a2 = _cross3(u[3], u[4], u[5], x[0], x[1], x[2])
+    b0, b1, b2 = _cross3(u[0], u[1], u[2], x[3], x[4], x[5])
+    c0, c1, c2 = _cross3(u[3], u[4], u[5], x[3], x[4], x[5])
+    out[0] += sign * (a0 + b0)
+    out[1] += sign * (a1 + b1)
+    out[2] += sign * (a2 + b2)
+    out[3] += sign * c0
+    out[4] += sign * c1
+    out[5] += sign * c2
+
+
+@njit(inline="always")
+def _crf_add(dl, f, out, sign):
+    """out += sign * (dl x* f), the force cross product: [dl_a x f_l; dl_a x f_a + dl_l x f_l]."""
+    a0, a1, a2 = _cross3(dl[3], dl[4], dl[5], f[0], f[1], f[2])
+    b0, b1, b2 = _cross3(dl[3], dl[4], dl[5], f[3], f[4], f[5])
+    c0, c1, c2 = _cross3(dl[0], dl[1], dl[2], f[0], f[1], f[2])
+    out[0] += sign * a0
+    out[1] += sign * a1
+    out[2] += sign * a2
+    out[3] += sign * (b0 + c0)
+    out[4] += sign * (b1 + c1)
+    out[5] += sign * (b2 + c2)
+
+
+@kernel
+def loop_rows(m, d, q, vel, nu_dot, derivatives, ip, P, buf, o, cols_b):
+    """A loop's rows (module docstring, Loops), after frame_a's local rows by contact_rows (its Kp
+    term with the loop's error e included): frame_b's pose, motion and local rows y (contact_rows
+    with Kp = 0: a_b,l + w_b x v_b,l + Kd v_b,l (point), a_b + Kd v_b (6d)), then with X12 the
+    transform of c_b's pose in c_a (R12 for a point):
+        Jc = J_a - X12 J_b,   r = r_a - X12 y (+ v_a x X12 v_b: 6d local)
+    and their derivatives at fixed nu_dot, c_a -> c_a exp(Jq_a z), c_b -> c_b exp(Jq_b z):
+        d(X12 x) = (X12 x) x Jq_a z - X12 (x x Jq_b z) + X12 dx,   de (Kp) += -JL X12 Jq_b (6d),
+        -R12 Jq_b,l (point); world_aligned rows are R_a r (each 3-block) as for a contact.
+    Every column is written (a loop reaches both frames' columns)."""
+    nv = m.nv
+    dim, wa, kb = ip[1], ip[2] != 0, ip[5]
+    kp, kd = P[90], P[91]
+    R, p, J, Jq, dvq, daq, dan, a, Jc, r, dr = _carve_terms(nv, dim, buf, o)
+    tb, R12, p12, V = _loop_scratch(nv, dim, buf, o)
+    R2, p2, J2, Jq2, dvq2, daq2, dan2, a2, Jc2, r2, dr2 = tb
+    y, u2, v1, v2, t, t2, rl, Ry, w = V[0], V[1], V[2], V[3], V[4], V[5], V[6], V[7], V[8]
+    if not derivatives:
+        frame_pose_c(m, d, q, kb, carve_view(P, 128, (3, 3)), P[137:140], R2, p2, cols_b)
+    ncol2 = frame_motion(m, d, kb, carve_view(P, 92, (6, 6)), vel, nu_dot, derivatives, J2, Jq2, dvq2, daq2,
+                         dan2, a2, cols_b)
+    contact_rows(m, d, ncol2, dim, False, 0.0, kd, P[48:54], carve_view(P, 54, (6, 6)), vel, derivatives,
+                 R2, J2, Jq2, dvq2, daq2, dan2, a2, cols_b, Jc2, r2, dr2)
+    for i in range(3):
+        acc = 0.0
+        for k in range(3):
+            acc += R[k, i] * (p2[k] - p[k])
+            R12[i, k] = R[0, i] * R2[0, k] + R[1, i] * R2[1, k] + R[2, i] * R2[2, k]
+        p12[i] = acc
+    for i in range(6):
+        y[i] = r2[i] if i < dim else 0.0
+        rl[i] = r[i] if i < dim else 0.0
+        v1[i] = 0.0
+        v2[i] = 0.0
+    for c in range(nv):
+        for i in range(6):
+            v1[i] += J[i, c] * vel[c]
+            v2[i] += J2[i, c] * vel[c]
+        for i in range(dim):
+            t[i] = Jc2[i, c]
+        _x12(R12, p12, dim, t, t2)
+        for i in range(dim):
+            Jc[i, c] -= t2[i]
+    _x12(R12, p12, dim, y, Ry)
+    _x12(R12, p12, 6, v2, u2)
+    coriolis = dim == 6 and not wa                   # d/dt (v_a - X12 v_b) = ... + (v_a - X12 v_b) x X12 v_b
+    for i in range(dim):
+        rl[i] -= Ry[i]
+    if coriolis:
+        _crm_add(v1, u2, rl, 1.0)
+    if derivatives:
+        for c in range(nv):
+            # z_q column: -(Ry x Jq_a - X12 (y x Jq_b) + X12 dy + Kp (JL) X12 Jq_b)
+            for i in range(6):
+                t[i] = -dr2[i, c] if i < dim else 0.0
+                w[i] = Jq2[i, c]
+            if dim == 3:
+                c0, c1, c2 = _cross3(y[0], y[1], y[2], Jq2[3, c], Jq2[4, c], Jq2[5, c])
+                t[0] += c0 - kp * Jq2[0, c]
+                t[1] += c1 - kp * Jq2[1, c]
+                t[2] += c2 - kp * Jq2[2, c]
+                _x12(R12, p12, 3, t, t2)
+                c0, c1, c2 = _cross3(Ry[0], Ry[1], Ry[2], Jq[3, c], Jq[4, c], Jq[5, c])
+                dr[0, c] += t2[0] - c0
+                dr[1, c] += t2[1] - c1
+                dr[2, c] += t2[2] - c2
+            else:
+                _crm_add(y, w, t, 1.0)
+                _x12(R12, p12, 6, t, t2)                 # X12 (y x Jq_b - dy)
+                for i in range(6):
+                    t[i] = Jq[i, c]
+                _crm_add(Ry, t, t2, -1.0)
+                if kp != 0.0:
+                    _x12(R12, p12, 6, w, t)              # X12 Jq_b
+                    for i in range(6):
+                        acc = 0.0
+                        for l in range(6):
+                            acc += P[54 + 6 * i + l] * t[l]
+                        t2[i] -= kp * acc
+                if coriolis:                              # d(v_a x u2) = -u2 x dv_a + v_a x du2
+                    s1, s2 = V[10], V[11]
+                    for i in range(6):
+                        t[i] = dvq[i, c]
+                    _crm_add(u2, t, t2, -1.0)
+                    for i in range(6):
+                        t[i] = dvq2[i, c]
+                    _x12(R12, p12, 6, t, w)               # du2 = u2 x Jq_a - X12 (v_b x Jq_b) + X12 dv_b
+                    for i in range(6):
+                        t[i] = Jq[i, c]
+                        s1[i] = 0.0
+                    _crm_add(u2, t, w, 1.0)
+                    for i in range(6):
+                        t[i] = Jq2[i, c]
+                    _crm_add(v2, t, s1, 1.0)
+                    _x12(R12, p12, 6, s1, s2)
+                    for i in range(6):
+                        w[i] -= s2[i]
+                    _crm_add(v1, w, t2, 1.0)
+                for i in range(6):
+                    dr[i, c] += t2[i]
+            # nu column: -X12 dy/dnu (+ -u2 x J_a + v_a x X12 J_b: 6d local)
+            for i in range(6):
+                t[i] = dr2[i, nv + c] if i < dim else 0.0
+            _x12(R12, p12, dim, t, t2)
+            for i in range(dim):
+                dr[i, nv + c] -= t2[i]
+            if coriolis:
+                for i in range(6):
+                    t[i] = J[i, c]
+                    t2[i] = 0.0
+                _crm_add(u2, t, t2, -1.0)
+                for i in range(6):
+                    t[i] = J2[i, c]
+                _x12(R12, p12, 6, t, w)
+                _crm_add(v1, w, t2, 1.0)
+                for i in range(6):
+                    dr[i, nv + c] += t2[i]
+    if wa:                                              # r = R_a r_l (each 3-block), d(R x) = R (dx - x x Jq_a,ang)
+        for b in range(0, dim, 3):
+            for c in range(nv):
+                if derivatives:
+                    c0, c1, c2 = _cross3(rl[b], rl[b + 1], rl[b + 2], Jq[3, c], Jq[4, c], Jq[5, c])
+                    t[0], t[1], t[2] = dr[b, c] - c0, dr[b + 1, c] - c1, dr[b + 2, c] - c2
+                    for i in range(3):
+                        dr[b + i, c] = R[i, 0] * t[0] + R[i, 1] * t[1] + R[i, 2] * t[2]
+                    t[0], t[1], t[2] = dr[b, nv + c], dr[b + 1, nv + c], dr[b + 2, nv + c]
+                    for i in range(3):
+                        dr[b + i, nv + c] = R[i, 0] * t[0] + R[i, 1] * t[1] + R[i, 2] * t[2]
+                t[0], t[1], t[2] = Jc[b, c], Jc[b + 1, c], Jc[b + 2, c]
+                for i in range(3):
+                    Jc[b + i, c] = R[i, 0] * t[0] + R[i, 1] * t[1] + R[i, 2] * t[2]
+            for i in range(3):
+                r[b + i] = R[i, 0] * rl[b] + R[i, 1] * rl[b + 1] + R[i, 2] * rl[b + 2]
+    else:
+        for i in range(dim):
+            r[i] = rl[i]
+
+
+@njit(inline="always")
+def loop_wrench(nv, fext, ip, P, buf, o, lam, add_fext, E):
+    """The loop force's reaction on frame_b's body (after set_rows at the state; frame_a's share is
+    contact_wrench's): with l the force in c_a's axes (R_a^T lam for world_aligned),
+        w_b = -X12^T l (6d), [-R12^T l; 0] (point: at c_b's point), fext[k_b] += ^B X_k^T w_b,
+    and E -= J_b^T dw_b/dz_q, for l fixed in the reference frame:
+        6d: dw_b = -(Jq_b z) x* w_b - X12^T ((Jq_a z) x* l) (- X12^T (l x Jq_a,ang z) for world_aligned)
+        point: dw_b = w_b x Jq_b,ang z (+ R12^T (l x Jq_a,ang z) for local)."""
+    dim, wa, kb = ip[1], ip[2] != 0, ip[5]
+    R, p, J, Jq, dvq, daq, dan, a, Jc, r, dr = _carve_terms(nv, dim, buf, o)
+    tb, R12, p12, V = _loop_scratch(nv, dim, buf, o)
+    R2, p2, J2, Jq2, dvq2, daq2, dan2, a2, Jc2, r2, dr2 = tb
+    ll, wb, t, t2, dw = V[9], V[10], V[11], V[12], V[13]
+    for b in range(0, 6, 3):
+        for i in range(3):
+            if b < dim:
+                ll[b + i] = (R[0, i] * lam[b] + R[1, i] * lam[b + 1] + R[2, i] * lam[b + 2]) if wa else lam[b + i]
+            else:
+                ll[b + i] = 0.0
+    _x12t(R12, p12, dim, ll, wb)
+    for i in range(6):
+        wb[i] = -wb[i] if i < dim else 0.0
+    if add_fext:
+        for i in range(6):
+            acc = 0.0
+            for l in range(6):
+                acc += P[92 + 6 * l + i] * wb[l]
+            fext[kb, i] += acc
+    if E.shape[0] != nv:
+        return
+    for c in range(nv):
+        for i in range(6):
+            dw[i] = 0.0
+        if dim == 3:
+            c0, c1, c2 = _cross3(wb[0], wb[1], wb[2], Jq2[3, c], Jq2[4, c], Jq2[5, c])
+            dw[0], dw[1], dw[2] = c0, c1, c2
+            if not wa:
+                t[0], t[1], t[2] = _cross3(ll[0], ll[1], ll[2], Jq[3, c], Jq[4, c], Jq[5, c])
+                _x12t(R12, p12, 3, t, t2)
+                for i in range(3):
+                    dw[i] += t2[i]
+        else:
+            for i in range(6):
+                t[i] = Jq2[i, c]
+            _crf_add(t, wb, dw, -1.0)
+            for i in range(6):
+                t[i] = Jq[i, c]
+                t2[i] = 0.0
+            _crf_add(t, ll, t2, 1.0)
+            if wa:
+                c0, c1, c2 = _cross3(ll[0], ll[1], ll[2], Jq[3, c], Jq[4, c], Jq[5, c])
+                d0, d1, d2 = _cross3(ll[3], ll[4], ll[5], Jq[3, c], Jq[4, c], Jq[5, c])
+                t2[0] += c0
+                t2[1] += c1
+                t2[2] += c2
+                t2[3] += d0
+                t2[4] += d1
+                t2[5] += d2
+            _x12t(R12, p12, 6, t2, t)
+            for i in range(6):
+                dw[i] -= t[i]
+        for rr in range(nv):
+            acc = 0.0
+            for i in range(6):
+                acc += J2[i, rr] * dw[i]
+            E[rr, c] -= acc
+
+
 @kernel
 def set_rows(m, d, q, vel, nu_dot, derivatives, ipar, par, offs, buf, cols):
-    """For every contact of a set, its frame's pose (frame_pose_c) and motion (frame_motion), then
-    contact_rows: ipar[i] = [k, dim, world_aligned, ncol], par[i] = [XF (36), R_f (9), p_f (3),
-    e (6), JL (36), Kp, Kd], outputs carved from buf[offs[i]:] (_carve_terms).
+    """For every constraint of a set, its frame's pose (frame_pose_c) and motion (frame_motion), then
+    contact_rows: ipar[i] = [k, dim, world_aligned, ncol, loop, k_b], par[i] (NP floats), outputs
+    carved from buf[offs[i]:] (_carve_terms); a loop's rows are then completed by loop_rows (frame_b,
+    loop_rows.py's definitions), from frame_a's local rows. cols[i, :nv]: frame_a's active columns,
+    cols[i, nv:]: frame_b's.
     Its callers pass `derivatives` as bool(constant), a run-time flag: numba compiles a kernel once
     per literal constant argument, and set_rows, with contact_rows inlined, takes ~35 s to compile
     on 2 cores; the branch costs nothing next to a contact's rows."""
+    nv = m.nv
     for i in range(ipar.shape[0]):
         dim = ipar[i, 1]
         P = par[i]
-        R, p, J, Jq, dvq, daq, dan, a, Jc, r, dr = _carve_terms(m.nv, dim, buf, offs[i])
-        k, ci = ipar[i, 0], cols[i]
+        R, p, J, Jq, dvq, daq, dan, a, Jc, r, dr = _carve_terms(nv, dim, buf, offs[i])
+        k, ci = ipar[i, 0], cols[i, 0:nv]
+        loop = ipar[i, 4] != 0
         if not derivatives:             # with derivatives: the pose of the pass before, same q
             frame_pose_c(m, d, q, k, carve_view(P, 36, (3, 3)), P[45:48], R, p, ci)
+        elif loop:                      # a loop's rows reach frame_b's columns too
+            for rr in range(dim):
+                for c in range(2 * nv):
+                    dr[rr, c] = 0.0
         ncol = frame_motion(m, d, k, carve_view(P, 0, (6, 6)), vel, nu_dot, derivatives, J, Jq, dvq, daq,
                             dan, a, ci)
-        contact_rows(m, d, ncol, dim, ipar[i, 2] != 0, P[90], P[91], P[48:54], carve_view(P, 54, (6, 6)),
-                     vel, derivatives, R, J, Jq, dvq, daq, dan, a, ci, Jc, r, dr)
+        contact_rows(m, d, ncol, dim, ipar[i, 2] != 0 and not loop, P[90], P[91], P[48:54],
+                     carve_view(P, 54, (6, 6)), vel, derivatives, R, J, Jq, dvq, daq, dan, a, ci, Jc, r, dr)
+        if loop:
+            loop_rows(m, d, q, vel, nu_dot, derivatives, ipar[i], P, buf, offs[i], cols[i, nv:2 * nv])
 
 
 @njit
@@ -306,6 +692,8 @@ def set_wrench(nv, fext, w, ipar, par, offs, buf, cols, lam, add_fext, E):
         R, p, J, Jq, dvq, daq, dan, a, Jc, r, dr = _carve_terms(nv, dim, buf, offs[i])
         contact_wrench(nv, fext, w, ipar[i, 0], carve_view(par[i], 0, (6, 6)), dim, ipar[i, 2] != 0, R, J,
                        Jq, lam[o:o + dim], add_fext, E, cols[i], ipar[i, 3])
+        if ipar[i, 4] != 0:
+            loop_wrench(nv, fext, ipar[i], par[i], buf, offs[i], lam[o:o + dim], add_fext, E)
         o += dim
 
 
@@ -345,9 +733,9 @@ class ContactSet:
 
     @staticmethod
     def sizes(nv: int, pairs) -> tuple[int, int]:
-        """(ints, floats) that a set of these contacts occupies: ipar, offs, cols; par, buf."""
+        """(ints, floats) that a set of these constraints occupies: ipar, offs, cols; par, buf."""
         nc = len(pairs)
-        return nc * (5 + nv), nc * 92 + sum(terms_size(nv, c.dim) for c, _ in pairs)
+        return nc * (NI + 1 + 2 * nv), nc * NP + sum(constraint_size(nv, c) for c, _ in pairs)
 
     def __init__(self, d, pairs, ints=None, floats=None):
         """ints, floats: zeroed flat int64 / float64 arrays of sizes(d.nv, pairs) to hold the set's
@@ -358,23 +746,29 @@ class ContactSet:
         ints = np.zeros(ni, dtype=np.int64) if ints is None else ints
         floats = np.zeros(nf) if floats is None else floats
         self.pairs = pairs
-        self.ipar = ints[0:4 * nc].reshape((nc, 4))
-        self.offs = ints[4 * nc:5 * nc]
-        self.cols = ints[5 * nc:ni].reshape((nc, nv))
-        self.par = floats[0:92 * nc].reshape((nc, 92))
-        self.buf = floats[92 * nc:nf]
-        sizes = [terms_size(nv, c.dim) for c, _ in pairs]
+        self.ipar = ints[0:NI * nc].reshape((nc, NI))
+        self.offs = ints[NI * nc:(NI + 1) * nc]
+        self.cols = ints[(NI + 1) * nc:ni].reshape((nc, 2 * nv))
+        self.par = floats[0:NP * nc].reshape((nc, NP))
+        self.buf = floats[NP * nc:nf]
+        sizes = [constraint_size(nv, c) for c, _ in pairs]
         self.offs[1:] = np.cumsum(sizes)[:-1] if nc else []
         self.terms = []
         for i, (c, fr) in enumerate(pairs):
-            self.ipar[i, 0:4] = (fr.k, c.dim, c.reference == "world_aligned",
-                                 len(fr.path) + (6 if d.floating_base else 0))   # active columns
+            loop = isinstance(c, Loop)
+            self.ipar[i, 0:6] = (fr.k, c.dim, c.reference == "world_aligned",
+                                 len(fr.path) + (6 if d.floating_base else 0),   # active columns
+                                 loop, fr.b.k if loop else 0)
             P = self.par[i]
             P[0:36] = fr.XF.ravel()
             P[36:45] = fr.R_f.ravel()
             P[45:48] = fr.p_f
             P[54:90:7] = 1.0                                    # JL = I
             P[90], P[91] = c.baumgarte
+            if loop:
+                P[92:128] = fr.b.XF.ravel()
+                P[128:137] = fr.b.R_f.ravel()
+                P[137:140] = fr.b.p_f
             t = ContactTerms()
             t.c, t.fr = c, fr
             (t.R, t.p, t.J, t.Jq, _, _, _, _, t.Jc, t.r, t.dr) = _carve_py(
@@ -386,7 +780,17 @@ class ContactSet:
         """The anchored contacts' Baumgarte errors e (and Jlog6(e)) from their frames' poses, after
         the kinematics at state (contacts without an anchor keep e = 0, JL = I)."""
         for i, (c, fr) in enumerate(self.pairs):
-            if c.anchor is not None:
+            if isinstance(c, Loop):
+                if c.baumgarte[0] != 0.0:                   # e = R_a^T (p_a - p_b) / log6(M_b^-1 M_a)
+                    Ra, pa = frame_pose(d, state, fr)
+                    Rb, pb = frame_pose(d, state, fr.b)
+                    if c.kind == "point":
+                        self.par[i, 48:51] = Ra.T @ (pa - pb)
+                    else:
+                        e = se3_log(Rb.T @ Ra, Rb.T @ (pa - pb))
+                        self.par[i, 48:54] = e
+                        self.par[i, 54:90] = _jlog6(e).ravel()
+            elif c.anchor is not None:
                 R, p = frame_pose(d, state, fr)
                 Rs, ps = c.anchor
                 if c.kind == "point":
@@ -398,7 +802,10 @@ class ContactSet:
 
     @property
     def anchored(self) -> bool:
-        return any(c.anchor is not None for c, _ in self.pairs)
+        """Whether errors are set per state in Python (anchor_errors): anchored contacts, loops
+        with a Baumgarte Kp."""
+        return any(c.baumgarte[0] != 0.0 if isinstance(c, Loop) else c.anchor is not None
+                   for c, _ in self.pairs)
 
     def stacked(self, name) -> np.ndarray:
         """The contacts' Jc, r or dr stacked."""
