@@ -232,6 +232,9 @@ def check_forces(model: Model, forces) -> tuple[list, np.ndarray]:
             c, f = item
         except (TypeError, ValueError):
             raise ValueError(f"forces[{i}] must be a pair (sl.Contact, force)") from None
+        if isinstance(c, Loop):
+            raise ValueError(f"forces[{i}]: an sl.Loop is a constraint, not a force input: pass it in contacts=; "
+                             "forces take (sl.Contact, force) pairs")
         pairs.append(c)
         f = real_array(f, f"forces[{i}]").reshape(-1)
         if f.shape != (c.dim if isinstance(c, Contact) else -1,) or not np.all(np.isfinite(f)):
