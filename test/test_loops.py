@@ -7,8 +7,10 @@
   fixed base, and floating base held at a point of its ground link (a contact beside the loop). The
   planar linkage closed in 3D has dependent rows (point: 1, 6d: 3), and Pinocchio's proximal
   solver (mu > 0) returns the minimum-norm forces, which are zero on those rows, as ours;
+* for a "revolute" loop (no Pinocchio constraint), the equivalent tree: the closing revolute
+  joint added to frame_a's chain, its near-massless child welded 6D to frame_b;
 * the package's own Lie-group central differences on random trees (revolute, prismatic, helical
-  joints) with random loops beside contacts;
+  joints) with random loops (point, revolute, 6d) beside contacts;
 * a 2 s simulation with the package's forward dynamics: the Baumgarte loop stays closed.
 """
 import numpy as np
@@ -248,18 +250,18 @@ def test_spatial_linkage_on_floating_base_against_pinocchio(tmp_path, kind, refe
 
 @pytest.mark.parametrize("floating", [False, True])
 @pytest.mark.parametrize("reference", ["local", "world_aligned"])
-@pytest.mark.parametrize("kind", ["point", "6d"])
+@pytest.mark.parametrize("kind", ["point", "revolute", "6d"])
 def test_random_loops_against_own_differences(kind, reference, floating):
     """Two chains of 7 joints (revolute, prismatic, helical about random axes) from the base,
     closed by a loop between random points of their last links, a contact beside it (floating
     base): A, B, the forces and their derivatives against central differences of
     forward_dynamics, the loop's error recomputed at each perturbed state."""
-    rng = np.random.default_rng(13 + 2 * floating + (kind == "6d"))
+    rng = np.random.default_rng(13 + 3 * floating + ["point", "revolute", "6d"].index(kind))
     model = random_tree(rng, n=14, floating_base=floating, parents=TWO_LEGS)
     st = random_state(model, rng)
     tau = rng.normal(size=model.nj)
     loop = sl.Loop("j6", "j13", kind, offset_a=rng.normal(size=3) * 0.1, offset_b=rng.normal(size=3) * 0.1,
-                   reference=reference, baumgarte=(rng.uniform(1, 20), rng.uniform(1, 10)))
+                   axis=rng.normal(size=3), reference=reference, baumgarte=(rng.uniform(1, 20), rng.uniform(1, 10)))
     cons = [loop]
     if floating:
         R, p = sl.frame_placement(model, st, "j3")
@@ -351,3 +353,104 @@ def test_loop_errors():
     cs = [sl.Loop("j5", "base", "6d"), sl.Contact("j5", "6d")]
     with pytest.raises(ValueError, match=r"redundant.*j5-base \(6d, local\), j5 \(6d, local\)"):
         sl.linearize(model, st, np.zeros(6), contacts=cs)
+
+
+def test_revolute_loop_against_pinocchio_equivalent_tree(tmp_path):
+    """A "revolute" loop has no Pinocchio constraint: the equivalent tree gets the closing
+    revolute joint r (about the loop's axis, at frame_a) added to frame_a's chain, its child
+    body (mass 1e-9 kg, inertia 1e-11 kg m^2: A changes by ~1e-9 relative) welded 6D (LOCAL) to
+    frame_b; r's angle is 0 (frame_a's axes) and its rate is the relative rotation rate about
+    the axis (the weld's sixth row satisfied), in every state. Pinocchio's rows are the time
+    derivative of the relative twist in r's rotating frame, ours in frame_a's: they differ by the
+    rate about the axis times the rest of the relative twist, which vanishes with its first
+    derivatives where both do, so the state has the two frames moving together (the relative
+    twist zero: a velocity in the null space of Pinocchio's relative Jacobian). Floating base
+    standing on a 6d contact; A, B, forces and their derivatives against central differences."""
+    rng = np.random.default_rng(23)
+    base = spatial_urdf(rng)
+    (tmp_path / "s0.urdf").write_text(base)
+    pm0 = pin.buildModelFromUrdf(str(tmp_path / "s0.urdf"), pin.JointModelFreeFlyer())
+    quat = rng.normal(size=4)
+    q = np.r_[rng.normal(size=3), quat / np.linalg.norm(quat), rng.uniform(-1, 1, pm0.nv - 6)]
+    pd0 = pm0.createData()
+    pin.forwardKinematics(pm0, pd0, q)
+    Ma, Mb = pd0.oMi[pm0.getJointId("j_a4")], pd0.oMi[pm0.getJointId("j_b3")]
+    Mt = pin.SE3(pin.rpy.rpyToMatrix(*rng.uniform(-1, 1, 3)), rng.normal(size=3) * 0.1)   # frame_a in a4
+    tips = {"a_tip": ("a4", Mt), "b_tip": ("b3", Mb.inverse() * Ma * Mt)}                  # closed at q
+
+    def fixed(name):
+        parent, M = tips[name]
+        rpy, p = pin.rpy.matrixToRpy(M.rotation), M.translation
+        return (f'<link name="{name}"/><joint name="{name}_fix" type="fixed"><parent link="{parent}"/><child '
+                f'link="{name}"/><origin xyz="{p[0]} {p[1]} {p[2]}" rpy="{rpy[0]} {rpy[1]} {rpy[2]}"/></joint>')
+    xml = base.replace("</robot>", fixed("a_tip") + fixed("b_tip") + "</robot>")
+    mr = 1e-9
+    (tmp_path / "tree.urdf").write_text(xml.replace("</robot>", (
+        f'<link name="rlink"><inertial><mass value="{mr}"/><inertia ixx="{mr * 1e-2}" iyy="{mr * 1e-2}" '
+        f'izz="{mr * 1e-2}" ixy="0" ixz="0" iyz="0"/></inertial></link><joint name="r" type="revolute"><parent '
+        'link="a_tip"/><child link="rlink"/><axis xyz="0 0 1"/><limit lower="-3" upper="3" effort="1" '
+        'velocity="1"/></joint></robot>')))
+    model = sl.load_urdf(xml, floating_base=True)
+    pm = pin.buildModelFromUrdf(str(tmp_path / "tree.urdf"), pin.JointModelFreeFlyer())
+    jr = pm.getJointId("r")
+    vi = np.r_[np.arange(6), [pm.idx_vs[pm.getJointId(n)] for n in model.joint_names]]
+    qi = np.r_[np.arange(7), [pm.idx_qs[pm.getJointId(n)] for n in model.joint_names]]
+    fb_id = pm.getFrameId("b_tip")
+    fbr = pm.frames[fb_id]
+    kd = 3.0
+    cm_c = pin_models(pm, _to_pin(pm, qi, q), [sl.Contact("base", "6d", baumgarte=(0.0, 2.0))])[0]
+    weld = pin.RigidConstraintModel(pin.ContactType.CONTACT_6D, pm, jr, pin.SE3.Identity(), fbr.parentJoint,
+                                    fbr.placement, pin.ReferenceFrame.LOCAL)
+    weld.m_baumgarte_parameters.Kd = kd
+    cms = pin.StdVec_RigidConstraintModel()
+    cms.append(cm_c)
+    cms.append(weld)
+
+    def pin_state(qo, vo):
+        qp, vp = _to_pin(pm, qi, qo), np.zeros(pm.nv)
+        vp[vi] = vo
+        pd = pm.createData()
+        pin.forwardKinematics(pm, pd, qp, vp)
+        pin.updateFramePlacements(pm, pd)
+        err = pd.v[jr] - (pd.oMi[jr].inverse() * pd.oMf[fb_id]).act(pin.getFrameVelocity(pm, pd, fb_id, pin.LOCAL))
+        vp[pm.idx_vs[jr]] = -err.angular[2]           # the weld's sixth row satisfied
+        return qp, vp
+
+    # a velocity with the two frames moving together (Pinocchio's Jacobians)
+    pd = pm.createData()
+    qp0 = _to_pin(pm, qi, q)
+    pin.computeJointJacobians(pm, pd, qp0)
+    pin.updateFramePlacements(pm, pd)
+    fa_id = pm.getFrameId("a_tip")
+    Jrel = (pin.getFrameJacobian(pm, pd, fa_id, pin.LOCAL)
+            - (pd.oMf[fa_id].inverse() * pd.oMf[fb_id]).toActionMatrix() @ pin.getFrameJacobian(pm, pd, fb_id, pin.LOCAL))[:, vi]
+    N = np.linalg.svd(Jrel)[2][6:].T
+    v = N @ rng.normal(size=N.shape[1])
+    st = sl.State.from_vectors(model, q, v)
+    tau = rng.normal(size=model.nj)
+    loop = sl.Loop("a_tip", "b_tip", "revolute", axis=(0, 0, 1), baumgarte=(0.0, kd))
+    cons = [sl.Contact("base", "6d", baumgarte=(0.0, 2.0)), loop]
+    lin = sl.linearize(model, st, tau, contacts=cons)
+    nv = model.nv
+
+    def forward(qo, vo, t):
+        qp, vp = pin_state(qo, vo)
+        taup = np.zeros(pm.nv)
+        taup[vi[6:]] = t
+        ddq, lam = pin_forward(pm, cms, qp, vp, taup)
+        assert abs(lam[11]) < 1e-6 * np.abs(lam).max()      # no moment about the free axis
+        return np.r_[ddq[vi], lam[:11]]
+
+    x0 = forward(q, v, tau)
+    assert rel(lin.nu_dot, x0[:nv]) < 1e-7 and rel(lin.forces, x0[nv:]) < 1e-7
+    F = fd_columns(lambda s: forward(s.q, s.v, tau), model, st)
+    Bt = np.array([(forward(q, v, tau + e) - forward(q, v, tau - e)) / 2 for e in np.eye(model.nj)]).T
+    E = {"A": rel(lin.A[nv:], F[:nv]), "dl_dz": rel(lin.dforces_dz, F[nv:]), "B": rel(lin.B[nv:], Bt[:nv]),
+         "dl_dtau": rel(lin.dforces_dtau, Bt[nv:])}
+    assert max(E.values()) < 1e-6, E
+
+
+def _to_pin(pm, qi, q):
+    qp = pin.neutral(pm)
+    qp[qi] = q
+    return qp

@@ -98,7 +98,7 @@ class Contact:
                 f"offset={tuple(self.offset)}, baumgarte={self.baumgarte})")
 
 
-LOOP_KINDS = ("point", "6d")
+LOOP_KINDS = ("point", "revolute", "6d")
 
 
 class Loop:
@@ -109,13 +109,19 @@ class Loop:
     "world_aligned" (world axes there); baumgarte (Kp, Kd): the error e (point: R_a^T (p_a - p_b);
     6d: log6(M_b^-1 M_a)) and the relative velocity enter as for a contact (module docstring).
     The published forces lambda act on frame_a's body (in the reference frame, at frame_a's
-    point); frame_b's body receives the opposite wrench (point: -lambda at frame_b's point)."""
+    point); frame_b's body receives the opposite wrench (point: -lambda at frame_b's point).
+    "revolute" (5 rows) leaves the rotation about `axis` (a unit vector in frame_a's axes) free:
+    the 6d rows' linear three and their angular part projected on two unit vectors u, w
+    perpendicular to the axis (u: frame_a's x, y or z axis least aligned with it, made
+    perpendicular; w = axis x u), in frame_a's axes whatever the reference (world_aligned rotates
+    the linear rows only); its forces are [f (3); the moments about u and w]."""
 
-    __slots__ = ("frame_a", "frame_b", "kind", "reference", "offset_a", "offset_b", "baumgarte")
+    __slots__ = ("frame_a", "frame_b", "kind", "reference", "offset_a", "offset_b", "baumgarte", "axis")
 
     def __init__(self, frame_a: str, frame_b: str, kind: str = "point",
                  offset_a: Sequence[float] = (0.0, 0.0, 0.0), offset_b: Sequence[float] = (0.0, 0.0, 0.0),
-                 reference: str = "local", baumgarte: tuple[float, float] = (0.0, 0.0)):
+                 axis: Sequence[float] = (0.0, 0.0, 1.0), reference: str = "local",
+                 baumgarte: tuple[float, float] = (0.0, 0.0)):
         for f in (frame_a, frame_b):
             if not isinstance(f, str) or not f:
                 raise ValueError(f"Loop: frames must be non-empty frame names (link or body names), got {f!r}")
@@ -133,6 +139,11 @@ class Loop:
                 raise ValueError(f"{what}: {name} must be 3 finite numbers, got {off!r}")
             o.flags.writeable = False
             offs.append(o)
+        ax = real_array(axis, f"{what}: axis").reshape(-1) if np.size(axis) == 3 else None
+        if ax is None or not np.all(np.isfinite(ax)) or np.linalg.norm(ax) < 1e-9:
+            raise ValueError(f"{what}: axis must be 3 finite numbers, not zero, got {axis!r}")
+        ax = ax / np.linalg.norm(ax)
+        ax.flags.writeable = False
         try:
             kp, kd = (float(x) for x in baumgarte)
         except (TypeError, ValueError):
@@ -140,7 +151,7 @@ class Loop:
         if not (np.isfinite(kp) and np.isfinite(kd)):
             raise ValueError(f"{what}: baumgarte gains must be finite, got {baumgarte!r}")
         for name, value in (("frame_a", frame_a), ("frame_b", frame_b), ("kind", kind), ("reference", reference),
-                            ("offset_a", offs[0]), ("offset_b", offs[1]), ("baumgarte", (kp, kd))):
+                            ("offset_a", offs[0]), ("offset_b", offs[1]), ("baumgarte", (kp, kd)), ("axis", ax)):
             object.__setattr__(self, name, value)
 
     def __setattr__(self, name, value):
@@ -148,8 +159,21 @@ class Loop:
 
     @property
     def dim(self) -> int:
-        """3 (point) or 6 (6d): the number of constraint rows / force components."""
+        """3 (point), 5 (revolute) or 6 (6d): the number of constraint rows / force components."""
+        return {"point": 3, "revolute": 5, "6d": 6}[self.kind]
+
+    @property
+    def rows(self) -> int:
+        """The rows computed: 6 for a revolute loop (projected on 5)."""
         return 3 if self.kind == "point" else 6
+
+    def free_basis(self) -> tuple[np.ndarray, np.ndarray]:
+        """(u, w): the unit vectors perpendicular to a revolute loop's axis (class docstring)."""
+        n = self.axis
+        e = np.eye(3)[int(np.argmin(np.abs(n)))]
+        u = e - n * (n @ e)
+        u /= np.linalg.norm(u)
+        return u, np.cross(n, u)
 
     @property
     def frame(self) -> str:
@@ -162,7 +186,8 @@ class Loop:
 
     def __repr__(self):
         return (f"Loop({self.frame_a!r}, {self.frame_b!r}, kind={self.kind!r}, reference={self.reference!r}, "
-                f"offset_a={tuple(self.offset_a)}, offset_b={tuple(self.offset_b)}, baumgarte={self.baumgarte})")
+                f"offset_a={tuple(self.offset_a)}, offset_b={tuple(self.offset_b)}, axis={tuple(self.axis)}, "
+                f"baumgarte={self.baumgarte})")
 
 
 class LoopRef:
@@ -366,8 +391,9 @@ def terms_size(nv: int, dim: int) -> int:
     return 9 + 3 + 30 * nv + 6 + 3 * dim * nv + dim
 
 
-NI = 6      # ints per constraint of a set: [k, dim, world_aligned, ncol, loop, k_b]
-NP = 140    # floats: [XF (36), R_f (9), p_f (3), e (6), JL (36), Kp, Kd, XF_b (36), R_fb (9), p_fb (3)]
+NI = 7      # ints per constraint of a set: [k, rows, world_aligned, ncol, loop, k_b, dim]: dim of the
+            # published rows (5 for a revolute loop, whose 6 rows are projected), rows computed
+NP = 146    # floats: [XF (36), R_f (9), p_f (3), e (6), JL (36), Kp, Kd, XF_b (36), R_fb (9), p_fb (3), u, w]
 
 
 LOOP_SCRATCH = 96   # a loop's scratch after its two frames' terms (_loop_scratch)
@@ -376,7 +402,7 @@ LOOP_SCRATCH = 96   # a loop's scratch after its two frames' terms (_loop_scratc
 def constraint_size(nv: int, c) -> int:
     """Floats of one constraint's results in its set's buffer: a contact's terms (terms_size); a
     loop's twice (frame_b's terms follow frame_a's) and its scratch."""
-    return terms_size(nv, c.dim) * 2 + LOOP_SCRATCH if isinstance(c, Loop) else terms_size(nv, c.dim)
+    return terms_size(nv, c.rows) * 2 + LOOP_SCRATCH if isinstance(c, Loop) else terms_size(nv, c.dim)
 
 
 @njit(inline="always")
@@ -492,7 +518,9 @@ def loop_rows(m, d, q, vel, nu_dot, derivatives, ip, P, buf, o, cols_b):
             Jc[i, c] -= t2[i]
     _x12(R12, p12, dim, y, Ry)
     _x12(R12, p12, 6, v2, u2)
-    coriolis = dim == 6 and not wa                   # d/dt (v_a - X12 v_b) = ... + (v_a - X12 v_b) x X12 v_b
+    # d/dt (v_a - X12 v_b) = ... + (v_a - X12 v_b) x X12 v_b: in 6d local rows (Pinocchio's) and in
+    # a revolute's (whose relative rotation rate about the axis does not vanish), either reference
+    coriolis = dim == 6 and (not wa or ip[6] == 5)
     for i in range(dim):
         rl[i] -= Ry[i]
     if coriolis:
@@ -564,8 +592,24 @@ def loop_rows(m, d, q, vel, nu_dot, derivatives, ip, P, buf, o, cols_b):
                 _crm_add(v1, w, t2, 1.0)
                 for i in range(6):
                     dr[i, nv + c] += t2[i]
+    if ip[6] == 5:          # revolute: angular rows projected on u, w (frame_a's axes, any reference)
+        for i in range(6):
+            t[i] = rl[i]
+        rl[3] = P[140] * t[3] + P[141] * t[4] + P[142] * t[5]
+        rl[4] = P[143] * t[3] + P[144] * t[4] + P[145] * t[5]
+        rl[5] = 0.0
+        for c in range(2 * nv if derivatives else 0):
+            x3, x4, x5 = dr[3, c], dr[4, c], dr[5, c]
+            dr[3, c] = P[140] * x3 + P[141] * x4 + P[142] * x5
+            dr[4, c] = P[143] * x3 + P[144] * x4 + P[145] * x5
+            dr[5, c] = 0.0
+        for c in range(nv):
+            x3, x4, x5 = Jc[3, c], Jc[4, c], Jc[5, c]
+            Jc[3, c] = P[140] * x3 + P[141] * x4 + P[142] * x5
+            Jc[4, c] = P[143] * x3 + P[144] * x4 + P[145] * x5
+            Jc[5, c] = 0.0
     if wa:                                              # r = R_a r_l (each 3-block), d(R x) = R (dx - x x Jq_a,ang)
-        for b in range(0, dim, 3):
+        for b in range(0, 3 if ip[6] == 5 else dim, 3):
             for c in range(nv):
                 if derivatives:
                     c0, c1, c2 = _cross3(rl[b], rl[b + 1], rl[b + 2], Jq[3, c], Jq[4, c], Jq[5, c])
@@ -580,6 +624,9 @@ def loop_rows(m, d, q, vel, nu_dot, derivatives, ip, P, buf, o, cols_b):
                     Jc[b + i, c] = R[i, 0] * t[0] + R[i, 1] * t[1] + R[i, 2] * t[2]
             for i in range(3):
                 r[b + i] = R[i, 0] * rl[b] + R[i, 1] * rl[b + 1] + R[i, 2] * rl[b + 2]
+        if ip[6] == 5:
+            for i in range(3, 6):
+                r[i] = rl[i]
     else:
         for i in range(dim):
             r[i] = rl[i]
@@ -598,12 +645,27 @@ def loop_wrench(nv, fext, ip, P, buf, o, lam, add_fext, E):
     tb, R12, p12, V = _loop_scratch(nv, dim, buf, o)
     R2, p2, J2, Jq2, dvq2, daq2, dan2, a2, Jc2, r2, dr2 = tb
     ll, wb, t, t2, dw = V[9], V[10], V[11], V[12], V[13]
+    rev = ip[6] == 5
     for b in range(0, 6, 3):
         for i in range(3):
-            if b < dim:
+            if b < dim and not (rev and b == 3):
                 ll[b + i] = (R[0, i] * lam[b] + R[1, i] * lam[b + 1] + R[2, i] * lam[b + 2]) if wa else lam[b + i]
+            elif rev:                                    # the moments about u and w
+                ll[b + i] = P[140 + i] * lam[3] + P[143 + i] * lam[4]
             else:
                 ll[b + i] = 0.0
+    if rev:                 # frame_a's share (contact_wrench's, with the projected moment)
+        for i in range(6):
+            acc = 0.0
+            for l in range(6):
+                acc += P[6 * l + i] * ll[l]
+            if add_fext:
+                fext[ip[0], i] += acc
+        if wa and E.shape[0] == nv:                      # d(R^T f) = (R^T f) x Jq_a,ang z_q
+            for c in range(nv):
+                c0, c1, c2 = _cross3(ll[0], ll[1], ll[2], Jq[3, c], Jq[4, c], Jq[5, c])
+                for rr in range(nv):
+                    E[rr, c] -= J[0, rr] * c0 + J[1, rr] * c1 + J[2, rr] * c2
     _x12t(R12, p12, dim, ll, wb)
     for i in range(6):
         wb[i] = -wb[i] if i < dim else 0.0
@@ -636,13 +698,14 @@ def loop_wrench(nv, fext, ip, P, buf, o, lam, add_fext, E):
             _crf_add(t, ll, t2, 1.0)
             if wa:
                 c0, c1, c2 = _cross3(ll[0], ll[1], ll[2], Jq[3, c], Jq[4, c], Jq[5, c])
-                d0, d1, d2 = _cross3(ll[3], ll[4], ll[5], Jq[3, c], Jq[4, c], Jq[5, c])
                 t2[0] += c0
                 t2[1] += c1
                 t2[2] += c2
-                t2[3] += d0
-                t2[4] += d1
-                t2[5] += d2
+                if not rev:                               # (a revolute's moments stay in frame_a's axes)
+                    d0, d1, d2 = _cross3(ll[3], ll[4], ll[5], Jq[3, c], Jq[4, c], Jq[5, c])
+                    t2[3] += d0
+                    t2[4] += d1
+                    t2[5] += d2
             _x12t(R12, p12, 6, t2, t)
             for i in range(6):
                 dw[i] -= t[i]
@@ -691,13 +754,14 @@ def set_wrench(nv, fext, w, ipar, par, offs, buf, cols, lam, add_fext, E):
     cheap to call)."""
     o = 0
     for i in range(ipar.shape[0]):
-        dim = ipar[i, 1]
+        dim, m = ipar[i, 1], ipar[i, 6]
         R, p, J, Jq, dvq, daq, dan, a, Jc, r, dr = _carve_terms(nv, dim, buf, offs[i])
-        contact_wrench(nv, fext, w, ipar[i, 0], carve_view(par[i], 0, (6, 6)), dim, ipar[i, 2] != 0, R, J,
-                       Jq, lam[o:o + dim], add_fext, E, cols[i], ipar[i, 3])
+        if m == dim:                    # (a revolute loop applies frame_a's share in loop_wrench)
+            contact_wrench(nv, fext, w, ipar[i, 0], carve_view(par[i], 0, (6, 6)), dim, ipar[i, 2] != 0, R, J,
+                           Jq, lam[o:o + m], add_fext, E, cols[i], ipar[i, 3])
         if ipar[i, 4] != 0:
-            loop_wrench(nv, fext, ipar[i], par[i], buf, offs[i], lam[o:o + dim], add_fext, E)
-        o += dim
+            loop_wrench(nv, fext, ipar[i], par[i], buf, offs[i], lam[o:o + m], add_fext, E)
+        o += m
 
 
 @njit
@@ -707,7 +771,7 @@ def set_gather(nv, ipar, offs, buf, what, out):
     for i in range(ipar.shape[0]):
         dim = ipar[i, 1]
         R, p, J, Jq, dvq, daq, dan, a, Jc, r, dr = _carve_terms(nv, dim, buf, offs[i])
-        for rr in range(dim):
+        for rr in range(ipar[i, 6]):
             if what == 0:
                 for c in range(nv):
                     out[o + rr, c] = Jc[rr, c]
@@ -716,7 +780,7 @@ def set_gather(nv, ipar, offs, buf, what, out):
             else:
                 for c in range(2 * nv):
                     out[o + rr, c] = dr[rr, c]
-        o += dim
+        o += ipar[i, 6]
 
 
 class ContactTerms:
@@ -759,9 +823,10 @@ class ContactSet:
         self.terms = []
         for i, (c, fr) in enumerate(pairs):
             loop = isinstance(c, Loop)
-            self.ipar[i, 0:6] = (fr.k, c.dim, c.reference == "world_aligned",
+            rows = c.rows if loop else c.dim
+            self.ipar[i, 0:7] = (fr.k, rows, c.reference == "world_aligned",
                                  len(fr.path) + (6 if d.floating_base else 0),   # active columns
-                                 loop, fr.b.k if loop else 0)
+                                 loop, fr.b.k if loop else 0, c.dim)
             P = self.par[i]
             P[0:36] = fr.XF.ravel()
             P[36:45] = fr.R_f.ravel()
@@ -772,10 +837,13 @@ class ContactSet:
                 P[92:128] = fr.b.XF.ravel()
                 P[128:137] = fr.b.R_f.ravel()
                 P[137:140] = fr.b.p_f
+                if c.kind == "revolute":
+                    P[140:143], P[143:146] = c.free_basis()
             t = ContactTerms()
             t.c, t.fr = c, fr
             (t.R, t.p, t.J, t.Jq, _, _, _, _, t.Jc, t.r, t.dr) = _carve_py(
-                nv, c.dim, self.buf[self.offs[i]:self.offs[i] + sizes[i]])
+                nv, self.ipar[i, 1], self.buf[self.offs[i]:self.offs[i] + sizes[i]])
+            t.Jc, t.r, t.dr = t.Jc[:c.dim], t.r[:c.dim], t.dr[:c.dim]
             self.terms.append(t)
         self.m = sum(c.dim for c, _ in pairs)
 
