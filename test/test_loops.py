@@ -454,3 +454,73 @@ def _to_pin(pm, qi, q):
     qp = pin.neutral(pm)
     qp[qi] = q
     return qp
+
+
+def cassie_like_urdf(rng):
+    """A Cassie-like leg: pelvis, hip roll / yaw / pitch, knee, tarsus and toe (pitch), and two
+    rods, each on a universal joint (two revolute joints, the first tilted 0.3 rad off the pitch
+    axis: the loops are not planar, their rows independent): the knee rod on the hip-pitch link
+    (its end held on the tarsus), the heel rod on the knee link (its end on the toe). Links:
+    pelvis, hip_roll, hip_yaw, hip_pitch, knee, tarsus, toe, knee_rod(_a), heel_rod(_a)."""
+    def inertial(m):
+        d = np.sort(rng.uniform(0.005, 0.03, 3)) * m
+        c = rng.normal(size=3) * 0.03
+        return (f'<inertial><origin xyz="{c[0]} {c[1]} {c[2]}"/><mass value="{m}"/><inertia ixx="{d[0] + d[1]}" '
+                f'iyy="{d[1] + d[2]}" izz="{d[0] + d[2]}" ixy="0" ixz="0" iyz="0"/></inertial>')
+    tilt = np.array([np.sin(0.3), np.cos(0.3), 0.0])
+    chain = [("hip_roll", "pelvis", (0, 0.1, -0.05), (1, 0, 0), 1.5), ("hip_yaw", "hip_roll", (0.05, 0, -0.05), (0, 0, 1), 1.5),
+             ("hip_pitch", "hip_yaw", (0, 0, -0.08), (0, 1, 0), 3.0), ("knee", "hip_pitch", (0.1, 0, -0.4), (0, 1, 0), 1.5),
+             ("tarsus", "knee", (0, 0, -0.45), (0, 1, 0), 0.8), ("toe", "tarsus", (0, 0, -0.45), (0, 1, 0), 0.2),
+             ("knee_rod_a", "hip_pitch", (-0.05, 0, -0.05), tilt, 0.05), ("knee_rod", "knee_rod_a", (0, 0, 0), (1, 0, 0), 0.1),
+             ("heel_rod_a", "knee", (-0.05, 0, -0.1), tilt, 0.05), ("heel_rod", "heel_rod_a", (0, 0, 0), (1, 0, 0), 0.1)]
+    out = [f'<robot name="cassie_like"><link name="pelvis">{inertial(10.0)}</link>']
+    for name, parent, o, ax, m in chain:
+        out.append(f'<link name="{name}">{inertial(m)}</link><joint name="{name}_joint" type="revolute"><parent '
+                   f'link="{parent}"/><child link="{name}"/><origin xyz="{o[0]} {o[1]} {o[2]}"/><axis xyz="{ax[0]} '
+                   f'{ax[1]} {ax[2]}"/><limit lower="-3" upper="3" effort="1" velocity="1"/></joint>')
+    return "".join(out) + "</robot>"
+
+
+ROD = (0.0, 0.0, -0.4)          # a rod's far end in its link
+
+
+def cassie_like(tmp_path, rng):
+    """(model, Pinocchio model, q, v, constraints): the leg at a random pose, closed there (each
+    loop's offset_b is the rod end in the target link at q, from Pinocchio's placements), standing
+    on its toe (6d contact), loops with Baumgarte gains."""
+    path = tmp_path / "cassie_like.urdf"
+    path.write_text(cassie_like_urdf(rng))
+    model = sl.load_urdf(path, floating_base=True)
+    pm = pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer())
+    quat = rng.normal(size=4)
+    q = np.r_[rng.normal(size=3), quat / np.linalg.norm(quat), rng.uniform(-0.5, 0.5, model.nj)]
+    v = np.r_[rng.normal(size=6) * 0.3, rng.normal(size=model.nj)]
+    pd = pm.createData()
+    pin.forwardKinematics(pm, pd, q)
+    loops = []
+    for rod, target, kind in (("knee_rod", "tarsus", "point"), ("heel_rod", "toe", "point")):
+        Mr, Mt = pd.oMi[pm.getJointId(rod + "_joint")], pd.oMi[pm.getJointId(target + "_joint")]
+        off_b = Mt.rotation.T @ (Mr.rotation @ np.array(ROD) + Mr.translation - Mt.translation)
+        loops.append(sl.Loop(rod, target, kind, offset_a=ROD, offset_b=off_b, baumgarte=(20.0, 5.0)))
+        JOINT_OF[rod], JOINT_OF[target] = rod + "_joint", target + "_joint"
+    return model, pm, q, v, [sl.Contact("toe", "6d", baumgarte=(0.0, 2.0))] + loops
+
+
+def test_cassie_like_leg_against_pinocchio(tmp_path):
+    """The Cassie-like leg (knee and heel rod loops) on a floating base standing on its toe:
+    A, B, forces and their derivatives against central differences of Pinocchio's
+    constraintDynamics."""
+    rng = np.random.default_rng(31)
+    model, pm, q, v, cons = cassie_like(tmp_path, rng)
+    assert model.joint_names == [pm.names[i] for i in range(2, pm.njoints)]
+    st = sl.State.from_vectors(model, q, v)
+    tau = rng.normal(size=model.nj)
+    lin = sl.linearize(model, st, tau, contacts=cons)
+    nv = model.nv
+    taup = np.r_[np.zeros(6), tau]
+    cms = pin_models(pm, q, cons)
+    ddq, lam = pin_forward(pm, cms, q, v, taup)
+    A_low, B_low, dl_dz, dl_dtau = pin_fd(model, pm, cms, q, v, taup)
+    E = {"nu_dot": rel(lin.nu_dot, ddq), "lam": rel(lin.forces, lam), "A": rel(lin.A[nv:], A_low),
+         "B": rel(lin.B[nv:], B_low), "dl_dz": rel(lin.dforces_dz, dl_dz), "dl_dtau": rel(lin.dforces_dtau, dl_dtau)}
+    assert max(E.values()) < 1e-6, E
