@@ -524,3 +524,91 @@ def test_cassie_like_leg_against_pinocchio(tmp_path):
     E = {"nu_dot": rel(lin.nu_dot, ddq), "lam": rel(lin.forces, lam), "A": rel(lin.A[nv:], A_low),
          "B": rel(lin.B[nv:], B_low), "dl_dz": rel(lin.dforces_dz, dl_dz), "dl_dtau": rel(lin.dforces_dtau, dl_dtau)}
     assert max(E.values()) < 1e-6, E
+
+
+def test_humanoid_with_ankle_rods_against_pinocchio(tmp_path):
+    """talos (reduced, 32 joints) with each ankle driven by two parallel rods: a crank on the knee
+    link (pitch), a universal joint (two revolute joints), the rod's end held on the foot (leg_6)
+    link by a point loop: 12 rod joints more, 4 loops, both soles on the ground (6d contacts).
+    A, B, forces and their derivatives against central differences of Pinocchio's
+    constraintDynamics."""
+    from sva_linearizer.robots import robot_urdf_path
+
+    rng = np.random.default_rng(41)
+    xml = robot_urdf_path("talos").read_text()
+    extra = []
+    for side in ("left", "right"):
+        for k, y in ((1, 0.04), (2, -0.04)):
+            rod, parent = f"{side}_rod{k}", f"leg_{side}_4_link"
+            for name, par, o, ax, m in ((f"{rod}_crank", parent, (-0.08, y, -0.1), (0, 1, 0), 0.2),
+                                        (f"{rod}_u", f"{rod}_crank", (-0.05, 0, 0), (1, 0, 0), 0.02),
+                                        (rod, f"{rod}_u", (0, 0, 0), (0, np.cos(0.2), np.sin(0.2)), 0.1)):
+                extra.append(f'<link name="{name}"><inertial><mass value="{m}"/><inertia ixx="{m * 1e-3}" '
+                             f'iyy="{m * 1e-3}" izz="{m * 1e-4}" ixy="0" ixz="0" iyz="0"/></inertial></link>'
+                             f'<joint name="{name}_joint" type="revolute"><parent link="{par}"/><child link="{name}"/>'
+                             f'<origin xyz="{o[0]} {o[1]} {o[2]}"/><axis xyz="{ax[0]} {ax[1]} {ax[2]}"/>'
+                             '<limit lower="-3" upper="3" effort="1" velocity="1"/></joint>')
+    path = tmp_path / "talos_rods.urdf"
+    path.write_text(xml.replace("</robot>", "".join(extra) + "</robot>"))
+    model = sl.load_urdf(path, floating_base=True)
+    pm = pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer())
+    from ros_helpers.oracle import joint_maps
+
+    qi, vi, unbounded = joint_maps(model, pm)
+    assert not unbounded.any() and model.nv == pm.nv
+    perm = np.r_[np.arange(6), vi]
+    quat = rng.normal(size=4)
+    s = rng.uniform(-0.3, 0.3, model.nj)
+    qp = pin.neutral(pm)
+    qp[0:3], qp[3:7], qp[qi] = rng.normal(size=3), quat / np.linalg.norm(quat), s
+    q = np.r_[qp[0:7], s]
+    v = np.r_[rng.normal(size=6) * 0.3, rng.normal(size=model.nj) * 0.5]
+    pd = pm.createData()
+    pin.forwardKinematics(pm, pd, qp)
+    cons = [sl.Contact("left_sole_link", "6d", baumgarte=(0.0, 2.0)), sl.Contact("right_sole_link", "6d", baumgarte=(0.0, 2.0))]
+    for side in ("left", "right"):
+        for k in (1, 2):
+            rod, target = f"{side}_rod{k}", f"leg_{side}_6_link"
+            Mr, Mt = pd.oMi[pm.getJointId(rod + "_joint")], pd.oMi[pm.getJointId(f"leg_{side}_6_joint")]
+            end = np.array([0.0, 0.0, -0.3])
+            off_b = Mt.rotation.T @ (Mr.rotation @ end + Mr.translation - Mt.translation)   # closed at q
+            cons.append(sl.Loop(rod, target, "point", offset_a=end, offset_b=off_b, baumgarte=(20.0, 5.0)))
+            JOINT_OF[rod], JOINT_OF[target] = rod + "_joint", f"leg_{side}_6_joint"
+    st = sl.State.from_vectors(model, q, v)
+    tau = rng.normal(size=model.nj)
+    lin = sl.linearize(model, st, tau, contacts=cons)
+    nv = model.nv
+    taup = np.zeros(nv)
+    taup[vi] = tau
+    cms = pin_models(pm, qp, cons)
+
+    def ours_order(x):
+        return x[perm]
+    # central differences in Pinocchio's coordinates, mapped to ours
+    h = 1e-6
+    vp = np.zeros(nv)
+    vp[perm] = v
+    cols_a, cols_l = [], []
+    for c in range(2 * nv):
+        out = []
+        for sgn in (1, -1):
+            e = np.zeros(nv)
+            e[perm[c % nv]] = sgn * h
+            out.append(pin_forward(pm, cms, pin.integrate(pm, qp, e), vp, taup) if c < nv
+                       else pin_forward(pm, cms, qp, vp + e, taup))
+        cols_a.append(ours_order((out[0][0] - out[1][0]) / (2 * h)))
+        cols_l.append((out[0][1] - out[1][1]) / (2 * h))
+    ddq, lam = pin_forward(pm, cms, qp, vp, taup)
+    E = {"nu_dot": rel(lin.nu_dot, ours_order(ddq)), "lam": rel(lin.forces, lam),
+         "A": rel(lin.A[nv:], np.array(cols_a).T), "dl_dz": rel(lin.dforces_dz, np.array(cols_l).T)}
+    Bc = []
+    for j in range(model.nj):
+        t = taup.copy()
+        t[vi[j]] += 1.0
+        up = pin_forward(pm, cms, qp, vp, t)
+        t[vi[j]] -= 2.0
+        dn = pin_forward(pm, cms, qp, vp, t)
+        Bc.append(np.r_[ours_order((up[0] - dn[0]) / 2), (up[1] - dn[1]) / 2])
+    Bc = np.array(Bc).T
+    E.update(B=rel(lin.B[nv:], Bc[:nv]), dl_dtau=rel(lin.dforces_dtau, Bc[nv:]))
+    assert max(E.values()) < 1e-6, E
