@@ -146,12 +146,12 @@ def _chol_inverse(L, Kinv, W):
 def _ws_shapes(nv, n, mc, mf):
     """The shapes of the contact pipeline's scratch arrays, in the order _carve_ws returns them:
     Jc, Y^T, Y, K, L, K^-1, r0, rhs, G (D + E, then Y dlambda/dz), Jc G - Ar, Ar, B0, a vector, Jf,
-    Jf Minv, B_f, Jc B_f, K^-1 Jc B_f, Y dlambda/dtau, K^-1 Y^T, the kept rows (1/0) (m = mc
-    contact rows, mf input force rows)."""
+    Jf Minv, B_f, Jc B_f, K^-1 Jc B_f, Y dlambda/dtau, K^-1 Y^T, the kept rows (1/0), with loops E
+    and Minv E (m = mc contact rows, mf input force rows)."""
     nx = 2 * nv
     return ((mc, nv), (mc, nv), (nv, mc), (mc, mc), (mc, mc), (mc, mc), (mc, 1), (mc, 1), (nv, nx),
             (mc, nx), (mc, nx), (nx, n), (nv, 1), (mf, nv), (mf, nv), (nv, mf), (mc, mf), (mc, mf),
-            (nv, n), (mc, nv), (mc, 1))
+            (nv, n), (mc, nv), (mc, 1), (nv, nv), (nv, nv))
 
 
 _ws_shapes_c = njit(inline="always")(_ws_shapes)
@@ -194,7 +194,9 @@ def _carve_ws(nv, n, mc, mf, ws):
     TB, o = _take(ws, o, sh[18])
     KYT, o = _take(ws, o, sh[19])
     keep, o = _take(ws, o, sh[20])
-    return Jc, YT, Y, K, L, Kinv, r0, rhs, G, R2, Ar, B0, V1, Jf, BfT, Bf, T1, T2, TB, KYT, keep
+    El, o = _take(ws, o, sh[21])
+    MEl, o = _take(ws, o, sh[22])
+    return Jc, YT, Y, K, L, Kinv, r0, rhs, G, R2, Ar, B0, V1, Jf, BfT, Bf, T1, T2, TB, KYT, keep, El, MEl
 
 
 @kernel
@@ -212,7 +214,7 @@ def constrained_acceleration(m, d, q, vel, tau, fset, fvec, cset, ws, lam):
     fi, fp, fo, fbuf, fcols = fset
     ci, cp, co, cbuf, ccols = cset
     mf, mc = fvec.shape[0], lam.shape[0]
-    Jc, YT, Y, K, L, Kinv, r0, rhs, G, R2, Ar, B0, V1, Jf, BfT, Bf, T1, T2, TB, KYT, keep = _carve_ws(
+    Jc, YT, Y, K, L, Kinv, r0, rhs, G, R2, Ar, B0, V1, Jf, BfT, Bf, T1, T2, TB, KYT, keep, El, MEl = _carve_ws(
         nv, n, mc, mf, ws)
     zero = V1.reshape((nv,))                                     # nu_dot = 0 for the rows' drift
     noE = G[0:0, 0:0]

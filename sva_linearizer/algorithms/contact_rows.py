@@ -25,6 +25,18 @@ Derivatives (the implicit-function theorem on [ID(z, nu_dot, lambda) = S tau; r(
 (Pinocchio's computeConstraintDynamicsDerivatives solves the same system.)
 Forces as inputs: nu_dot = Minv (S tau - h + Jc^T f), A's lower blocks -Minv D (lambda := f),
 B_f = Minv Jc^T.
+
+Loops (Pinocchio's RigidConstraintModel with two joints; docs/loops.md): between c_a (frame_a at
+offset_a) and c_b, with X12 the motion transform of c_b's pose in c_a (R12 its rotation),
+ev = v_a - X12 v_b, u2 = X12 v_b, in c_a's axes:
+    point:    r = [a_a,l + w_a x v_a,l] - R12 [a_b,l + w_b x v_b,l] + Kd (v_a,l - R12 v_b,l) + Kp e,
+              e = R_a^T (p_a - p_b)
+    6d:       r = a_a - X12 a_b + ev x u2 + Kd ev + Kp e,  e = log6(M_b^-1 M_a)
+    revolute: the 6d rows, the angular three projected on u, w (perpendicular to the axis)
+rotated by R_a for world_aligned (6d: without ev x u2; revolute: the linear rows only), Jc = J_a -
+X12 J_b (its rows likewise). lambda acts on c_a's body; c_b's body receives -R12^T lambda at c_b
+(point) or the wrench -X12^T lambda (6d). The rows are contact_rows' for each frame (frame_b's
+with Kp = 0), combined by loop_rows; the reaction by loop_wrench.
 """
 from __future__ import annotations
 
@@ -474,7 +486,7 @@ def _crf_add(dl, f, out, sign):
 
 @kernel
 def loop_rows(m, d, q, vel, nu_dot, derivatives, ip, P, buf, o, cols_b):
-    """A loop's rows (module docstring, Loops), after frame_a's local rows by contact_rows (its Kp
+    """A loop's rows (module docstring: Loops), after frame_a's local rows by contact_rows (its Kp
     term with the loop's error e included): frame_b's pose, motion and local rows y (contact_rows
     with Kp = 0: a_b,l + w_b x v_b,l + Kd v_b,l (point), a_b + Kd v_b (6d)), then with X12 the
     transform of c_b's pose in c_a (R12 for a point):

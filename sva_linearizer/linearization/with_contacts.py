@@ -55,7 +55,7 @@ def contacts_pipeline(m, d, q, vel, tau, fset, fvec, cset, ws, out):
     off = nv - n
     nx = 2 * nv
     mf, mc = fvec.shape[0], lam.shape[0]
-    Jc, YT, Y, K, L, Kinv, r0, rhs, G, R2, Ar, B0, V1, Jf, BfT, Bf, T1, T2, TB, KYT, keep = _carve_ws(
+    Jc, YT, Y, K, L, Kinv, r0, rhs, G, R2, Ar, B0, V1, Jf, BfT, Bf, T1, T2, TB, KYT, keep, El, MEl = _carve_ws(
         nv, n, mc, mf, ws)
     Minv, nu = d.Minv, d.nu_dot
     derivatives_at(m, d, vel)                                    # D with the wrenches applied
@@ -74,19 +74,22 @@ def contacts_pipeline(m, d, q, vel, tau, fset, fvec, cset, ws, out):
         Eq = G[:, 0:nv]
         if mf > 0:
             set_wrench(nv, d.fext, d.t6[3], fi, fp, fo, fbuf, fcols, fvec, False, Eq)
-        if mc > 0:
+        if mc > 0 and not loops:
             set_wrench(nv, d.fext, d.t6[3], ci, cp, co, cbuf, ccols, lam, False, Eq)
+    if loops:       # the constraints' E apart: a loop's couples its two branches, outside the
+        for i in range(nv):                                      # support of D (assemble's product)
+            for c in range(nv):
+                El[i, c] = 0.0
+        set_wrench(nv, d.fext, d.t6[3], ci, cp, co, cbuf, ccols, lam, False, El)
+        np.dot(Minv, El, MEl)
     status = assemble(m, d, vel, G, A, B0, 0.0, A, B0)           # A_low = -Minv (D + E)
     if status != 0:
         return status
     AL = A[nv:]
-    if loops:       # E couples the loop's two branches, outside D's support (assemble's product)
+    if loops:
         for i in range(nv):
             for c in range(nv):
-                acc = 0.0
-                for k in range(nv):
-                    acc += Minv[i, k] * G[k, c]
-                AL[i, c] = -acc
+                AL[i, c] -= MEl[i, c]
     if mf > 0:                                                   # B_f = Minv Jf^T
         set_gather(nv, fi, fo, fbuf, 0, Jf)
         np.dot(Jf, Minv, BfT)
