@@ -484,30 +484,23 @@ def _crf_add(dl, f, out, sign):
     out[5] += sign * (b2 + c2)
 
 
-@kernel
-def loop_rows(m, d, q, vel, nu_dot, derivatives, ip, P, buf, o, cols_b):
-    """A loop's rows (module docstring: Loops), after frame_a's local rows by contact_rows (its Kp
-    term with the loop's error e included): frame_b's pose, motion and local rows y (contact_rows
-    with Kp = 0: a_b,l + w_b x v_b,l + Kd v_b,l (point), a_b + Kd v_b (6d)), then with X12 the
+@njit
+def loop_rows(nv, derivatives, ip, P, buf, o, vel):
+    """A loop's rows (module docstring: Loops), after set_rows gave frame_a's local rows (its Kp
+    term with the loop's error e included) and frame_b's local rows y (contact_rows with Kp = 0:
+    a_b,l + w_b x v_b,l + Kd v_b,l (point), a_b + Kd v_b (6d)), with poses and motions; with X12 the
     transform of c_b's pose in c_a (R12 for a point):
         Jc = J_a - X12 J_b,   r = r_a - X12 y (+ v_a x X12 v_b: 6d local)
     and their derivatives at fixed nu_dot, c_a -> c_a exp(Jq_a z), c_b -> c_b exp(Jq_b z):
         d(X12 x) = (X12 x) x Jq_a z - X12 (x x Jq_b z) + X12 dx,   de (Kp) += -JL X12 Jq_b (6d),
         -R12 Jq_b,l (point); world_aligned rows are R_a r (each 3-block) as for a contact.
     Every column is written (a loop reaches both frames' columns)."""
-    nv = m.nv
-    dim, wa, kb = ip[1], ip[2] != 0, ip[5]
-    kp, kd = P[90], P[91]
+    dim, wa = ip[1], ip[2] != 0
+    kp = P[90]
     R, p, J, Jq, dvq, daq, dan, a, Jc, r, dr = _carve_terms(nv, dim, buf, o)
     tb, R12, p12, V = _loop_scratch(nv, dim, buf, o)
     R2, p2, J2, Jq2, dvq2, daq2, dan2, a2, Jc2, r2, dr2 = tb
     y, u2, v1, v2, t, t2, rl, Ry, w = V[0], V[1], V[2], V[3], V[4], V[5], V[6], V[7], V[8]
-    if not derivatives:
-        frame_pose_c(m, d, q, kb, carve_view(P, 128, (3, 3)), P[137:140], R2, p2, cols_b)
-    ncol2 = frame_motion(m, d, kb, carve_view(P, 92, (6, 6)), vel, nu_dot, derivatives, J2, Jq2, dvq2, daq2,
-                         dan2, a2, cols_b)
-    contact_rows(m, d, ncol2, dim, False, 0.0, kd, P[48:54], carve_view(P, 54, (6, 6)), vel, derivatives,
-                 R2, J2, Jq2, dvq2, daq2, dan2, a2, cols_b, Jc2, r2, dr2)
     for i in range(3):
         acc = 0.0
         for k in range(3):
@@ -644,7 +637,7 @@ def loop_rows(m, d, q, vel, nu_dot, derivatives, ip, P, buf, o, cols_b):
             r[i] = rl[i]
 
 
-@njit(inline="always")
+@njit
 def loop_wrench(nv, fext, ip, P, buf, o, lam, add_fext, E):
     """The loop force's reaction on frame_b's body (after set_rows at the state; frame_a's share is
     contact_wrench's): with l the force in c_a's axes (R_a^T lam for world_aligned),
@@ -731,10 +724,11 @@ def loop_wrench(nv, fext, ip, P, buf, o, lam, add_fext, E):
 @kernel
 def set_rows(m, d, q, vel, nu_dot, derivatives, ipar, par, offs, buf, cols):
     """For every constraint of a set, its frame's pose (frame_pose_c) and motion (frame_motion), then
-    contact_rows: ipar[i] = [k, dim, world_aligned, ncol, loop, k_b], par[i] (NP floats), outputs
-    carved from buf[offs[i]:] (_carve_terms); a loop's rows are then completed by loop_rows (frame_b,
-    loop_rows.py's definitions), from frame_a's local rows. cols[i, :nv]: frame_a's active columns,
-    cols[i, nv:]: frame_b's.
+    contact_rows: ipar[i] = [k, rows, world_aligned, ncol, loop, k_b, dim], par[i] (NP floats),
+    outputs carved from buf[offs[i]:] (_carve_terms); for a loop the same for frame_b (its terms
+    after frame_a's, Kp = 0), then loop_rows combines them (module docstring: Loops).
+    cols[i, :nv]: frame_a's active columns, cols[i, nv:]: frame_b's (frame_motion and contact_rows
+    are inlined once, for both frames: numba copies an inlined function's IR at each call site).
     Its callers pass `derivatives` as bool(constant), a run-time flag: numba compiles a kernel once
     per literal constant argument, and set_rows, with contact_rows inlined, takes ~35 s to compile
     on 2 cores; the branch costs nothing next to a contact's rows."""
@@ -742,21 +736,25 @@ def set_rows(m, d, q, vel, nu_dot, derivatives, ipar, par, offs, buf, cols):
     for i in range(ipar.shape[0]):
         dim = ipar[i, 1]
         P = par[i]
-        R, p, J, Jq, dvq, daq, dan, a, Jc, r, dr = _carve_terms(nv, dim, buf, offs[i])
-        k, ci = ipar[i, 0], cols[i, 0:nv]
         loop = ipar[i, 4] != 0
-        if not derivatives:             # with derivatives: the pose of the pass before, same q
-            frame_pose_c(m, d, q, k, carve_view(P, 36, (3, 3)), P[45:48], R, p, ci)
-        elif loop:                      # a loop's rows reach frame_b's columns too
-            for rr in range(dim):
-                for c in range(2 * nv):
-                    dr[rr, c] = 0.0
-        ncol = frame_motion(m, d, k, carve_view(P, 0, (6, 6)), vel, nu_dot, derivatives, J, Jq, dvq, daq,
-                            dan, a, ci)
-        contact_rows(m, d, ncol, dim, ipar[i, 2] != 0 and not loop, P[90], P[91], P[48:54],
-                     carve_view(P, 54, (6, 6)), vel, derivatives, R, J, Jq, dvq, daq, dan, a, ci, Jc, r, dr)
+        ts = 12 + 30 * nv + 6 + 3 * dim * nv + dim                # terms_size
+        for side in range(2 if loop else 1):    # frame_a, then a loop's frame_b (its rows: Kp = 0)
+            o, pp = offs[i] + side * ts, 92 * side
+            R, p, J, Jq, dvq, daq, dan, a, Jc, r, dr = _carve_terms(nv, dim, buf, o)
+            k, ci = ipar[i, 5 * side], cols[i, side * nv:(side + 1) * nv]
+            if not derivatives:         # with derivatives: the pose of the pass before, same q
+                frame_pose_c(m, d, q, k, carve_view(P, 36 + pp, (3, 3)), P[45 + pp:48 + pp], R, p, ci)
+            elif loop and side == 0:    # a loop's rows reach frame_b's columns too
+                for rr in range(dim):
+                    for c in range(2 * nv):
+                        dr[rr, c] = 0.0
+            ncol = frame_motion(m, d, k, carve_view(P, pp, (6, 6)), vel, nu_dot, derivatives, J, Jq, dvq, daq,
+                                dan, a, ci)
+            contact_rows(m, d, ncol, dim, ipar[i, 2] != 0 and not loop, P[90] if side == 0 else 0.0, P[91],
+                         P[48:54], carve_view(P, 54, (6, 6)), vel, derivatives, R, J, Jq, dvq, daq, dan, a, ci,
+                         Jc, r, dr)
         if loop:
-            loop_rows(m, d, q, vel, nu_dot, derivatives, ipar[i], P, buf, offs[i], cols[i, nv:2 * nv])
+            loop_rows(nv, derivatives, ipar[i], P, buf, offs[i], vel)
 
 
 @njit
