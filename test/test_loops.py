@@ -612,3 +612,20 @@ def test_humanoid_with_ankle_rods_against_pinocchio(tmp_path):
     Bc = np.array(Bc).T
     E.update(B=rel(lin.B[nv:], Bc[:nv]), dl_dtau=rel(lin.dforces_dtau, Bc[nv:]))
     assert max(E.values()) < 1e-6, E
+
+
+def test_batch_with_loops_runs_compiled_chunks():
+    """Loops without Kp take linearize_batch's compiled contact path (contacts_chunk on each worker's
+    plan): the same A and B as linearize state by state."""
+    rng = np.random.default_rng(8)
+    model = random_tree(rng, n=14, floating_base=True, parents=TWO_LEGS)
+    states = [random_state(model, rng) for _ in range(5)]
+    taus = rng.normal(size=(5, model.nj))
+    cons = [sl.Loop("j6", "j13", "revolute", offset_a=(0.1, 0, 0), axis=(0, 1, 0), baumgarte=(0.0, 3.0)),
+            sl.Contact("j3", "point", "world_aligned")]
+    OA, OB = sl.linearize_batch(model, np.stack([s.q for s in states]), np.stack([s.v for s in states]), taus,
+                                contacts=cons)
+    for i, st in enumerate(states):
+        lin = sl.linearize(model, st, taus[i], contacts=cons)
+        assert np.allclose(OA[i], lin.A, rtol=0, atol=1e-10 * np.abs(lin.A).max())
+        assert np.allclose(OB[i], lin.B, rtol=0, atol=1e-10 * np.abs(lin.B).max())
