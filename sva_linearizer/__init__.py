@@ -13,8 +13,9 @@ from .algorithms import (
     mass_matrix,
     rneamb,
 )
-from .algorithms.contact_rows import Contact
+from .algorithms.contact_rows import Contact, Loop
 from .algorithms.frames import frame_jacobian, frame_placement, frame_velocity
+from .coupling import CoupledModel
 from .data import Data
 from .joints import Joint
 from .linearization import Linearization, discretize, linearize, linearize_batch, linearize_flat, next_state
@@ -25,15 +26,16 @@ from . import warmup as _warmup   # registers the compiler of the kernels (a col
 __version__ = "0.1.0"
 
 
-def load_urdf(path_or_xml, floating_base=True, gravity=(0.0, 0.0, -9.81), validate=True):
-    """Build a Model from a URDF file path or XML string (see sva_linearizer.urdf)."""
+def load_urdf(path_or_xml, floating_base=True, gravity=(0.0, 0.0, -9.81), validate=True, mimic=False):
+    """Build a Model from a URDF file path or XML string (see sva_linearizer.urdf); mimic=True
+    couples the URDF's mimic joints to their parents (a CoupledModel: sva_linearizer.coupling)."""
     from .urdf import load_urdf as _load
 
-    return _load(path_or_xml, floating_base=floating_base, gravity=gravity, validate=validate)
+    return _load(path_or_xml, floating_base=floating_base, gravity=gravity, validate=validate, mimic=mimic)
 
 
 __all__ = [
-    "Contact", "Data", "Inertia", "frame_jacobian", "frame_placement", "frame_velocity", "Joint", "Linearization", "Model", "SecondOrderDerivatives", "State",
+    "Contact", "CoupledModel", "Data", "Inertia", "frame_jacobian", "frame_placement", "frame_velocity", "Joint", "Linearization", "Loop", "Model", "SecondOrderDerivatives", "State",
     "extended_inverse_dynamics", "extended_inverse_dynamics_derivatives",
     "extended_inverse_dynamics_second_derivatives", "forward_dynamics", "inverse_mass_matrix",
     "discretize", "linearize", "linearize_batch", "linearize_flat", "load_urdf", "mass_matrix", "next_state", "rneamb", "__version__",

@@ -28,8 +28,11 @@ two can be compared joint by joint:
   Pinocchio's ``JointModelPlanar``. (Pinocchio ignores the axis and always uses the joint frame's
   xy-plane; for other axes the two differ. In-plane axes for a general normal n: u is the joint
   frame's x, y or z axis least aligned with n, projected onto the plane, and v = n x u.)
-* ``mimic`` joints are independent degrees of freedom, as Pinocchio treats them by default
-  (``mimic=False``); the mimic relation is ignored.
+* ``mimic`` joints are independent degrees of freedom by default (``mimic=False``, Pinocchio's
+  default too); with ``mimic=True`` each follows its parent joint, s = multiplier s_parent + offset
+  (a mimic of a mimic composes), and the result is a ``CoupledModel`` whose degrees of freedom are
+  the independent joints (coupling.py; Pinocchio's ``buildModelFromUrdf(..., mimic=True)``). A
+  mimic of a joint that is not a moving joint of the tree, or a cycle, is an error naming them.
 * A ``floating`` joint inside the URDF is rejected: the base's freedom is chosen with
   ``floating_base``. Any other joint type is rejected too.
 * Joint order is Pinocchio's (and urdfdom's): depth-first from the root, the child joints of a link
@@ -84,6 +87,7 @@ import numpy as np
 from lxml import etree
 
 from .joints import Joint
+from .coupling import CoupledModel
 from .model import Model
 from .spatial import rpy_to_matrix, spatial_inertia
 
@@ -114,7 +118,8 @@ _KEEP = {
 # ---------------------------------------------------------------------------------------------
 # Public entry point
 # ---------------------------------------------------------------------------------------------
-def load_urdf(path_or_xml, floating_base=True, gravity=(0.0, 0.0, -9.81), *, validate=True) -> Model:
+def load_urdf(path_or_xml, floating_base=True, gravity=(0.0, 0.0, -9.81), *, validate=True,
+              mimic: bool = False) -> Model | CoupledModel:
     """Build a Model from a URDF file path (str or pathlib.Path) or a URDF XML string/bytes.
 
     A string is taken as XML when its first non-blank character is '<', otherwise as a path.
@@ -130,6 +135,9 @@ def load_urdf(path_or_xml, floating_base=True, gravity=(0.0, 0.0, -9.81), *, val
     where it is singular (see the module docstring, also for a known gap). Malformed or hostile
     input is an error in both modes.
 
+    ``mimic=True``: the URDF's mimic joints follow their parents (a CoupledModel, see the module
+    docstring); False: every joint is a degree of freedom.
+
     Raises ValueError for a malformed or hostile URDF (see the module docstring),
     FileNotFoundError for a missing pathlib.Path.
     """
@@ -141,6 +149,21 @@ def load_urdf(path_or_xml, floating_base=True, gravity=(0.0, 0.0, -9.81), *, val
     model = _build_model(robot, floating_base, gravity, label, strict)
     model.strict = strict
     model.arrays()  # runs Model.validate(): raises (strict) or warns (lenient)
+    if mimic:
+        coupled = {}
+        for j in robot.joints:
+            if j.mimic is not None and j.type != "fixed":
+                k = 1.0 if j.mimic.multiplier is None else float(j.mimic.multiplier)
+                o = 0.0 if j.mimic.offset is None else float(j.mimic.offset)
+                if j.type == "planar" or not (np.isfinite(k) and np.isfinite(o)):
+                    raise ValueError(f"{label}: joint '{j.name}': a mimic joint must be revolute, "
+                                     "continuous or prismatic with a finite multiplier and offset")
+                coupled[j.name] = (j.mimic.joint, k, o)
+        if coupled:
+            try:
+                return CoupledModel(model, coupled)
+            except ValueError as e:
+                raise ValueError(f"{label}: {e}") from None
     return model
 
 

@@ -20,6 +20,7 @@ FORBIDDEN = {
     "topology": ("algorithms", "linearization", "warmup", "tools", "ros", "data"),
     "data": ("algorithms", "linearization", "warmup", "tools", "ros"),
     "state": ("algorithms", "linearization", "warmup", "tools", "ros"),
+    "coupling": ("algorithms", "linearization", "warmup", "tools", "ros", "data", "urdf"),
     "algorithms": ("linearization", "warmup", "tools", "ros", "urdf", "robots", "cli"),
     "linearization": ("warmup", "tools", "ros", "cli"),
 }

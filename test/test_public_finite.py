@@ -29,8 +29,8 @@ if example_robot_data_dir() is None:
 FEET = ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT")
 
 # the public names that are not functions of (model, state, ...) numbers
-CLASSES = {"Contact", "Data", "Inertia", "Joint", "Linearization", "Model", "SecondOrderDerivatives",
-           "State"}
+CLASSES = {"Contact", "CoupledModel", "Data", "Inertia", "Joint", "Linearization", "Loop", "Model",
+           "SecondOrderDerivatives", "State"}
 
 
 class Case:

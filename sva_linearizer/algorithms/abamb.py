@@ -15,7 +15,10 @@ if TYPE_CHECKING:
 from .._jit import njit
 from ..layout import kernel, views
 from ..spatial_ops import cross_f, cross_m, dot6, inv_spd6, mv, mv_add, s_dot, xmv, xt_add
+from ..coupling import coupled_inverse, is_coupled
 from ..state import as_vector, input_error
+from .crbamb import mass_matrix
+from .eidamb import extended_inverse_dynamics
 from .articulated import articulated_step, init_articulated, pivot_tolerance
 from .common import (ABAMB_STEPS, BAD_INPUT, BASE_SINGULAR, check_state, finite_result, setup,
                      singular_mass_matrix_error)
@@ -92,6 +95,11 @@ def forward_dynamics(model: Model, state: State, tau: ArrayLike, data: Data | No
     (nu_dot, forces) with the contact forces on the robot, stacked, each in its reference frame.
     forces=[(sl.Contact, f), ...]: contact forces applied as given inputs."""
     tau = as_vector("tau", tau, model.nj)
+    if is_coupled(model):                    # mimic joints: M_r^-1 (S tau - G^T h) (coupling.py)
+        if contacts or forces:
+            raise ValueError("forward_dynamics: contacts and forces on a model with mimic joints are "
+                             "not supported; load it with mimic=False")
+        return coupled_acceleration(model, state, tau, data)
     if contacts or forces:
         check_state(model, state)
         return forward_dynamics_contacts(model, state, tau, contacts, forces, data)
@@ -106,4 +114,16 @@ def forward_dynamics(model: Model, state: State, tau: ArrayLike, data: Data | No
     else:
         nu_dot = d.rdd.copy()
     return finite_result(model, d, "forward_dynamics", ABAMB_STEPS, "the acceleration nu_dot", nu_dot,
+                         q=state.q, v=state.v, tau=tau)
+
+
+def coupled_acceleration(model, state: State, tau: np.ndarray, data: Data | None = None,
+                         Minv: np.ndarray | None = None) -> np.ndarray:
+    """nu_dot = M_r^-1 (S tau - h_r) of a model with mimic joints (coupling.py): M_r = G^T M G
+    (CRBAmb), h_r = G^T h with h from EIDAmb at nu_dot = 0. Minv: M_r^-1 when already known."""
+    if Minv is None:
+        Minv = coupled_inverse(model, mass_matrix(model, state, data))
+    rhs = -extended_inverse_dynamics(model, state, np.zeros(model.nv), data)
+    rhs[model.nv - model.nj:] += tau
+    return finite_result(model, None, "forward_dynamics", (), "the acceleration nu_dot", Minv @ rhs,
                          q=state.q, v=state.v, tau=tau)

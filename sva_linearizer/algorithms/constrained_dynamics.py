@@ -24,7 +24,8 @@ from ..data import get_data
 from ..layout import kernel, views
 from ..state import input_error
 from .common import ABAMB_STEPS, finite_result, singular_mass_matrix_error
-from .contact_rows import ContactSet, check_contacts, check_forces, delassus_inverse, set_gather, set_rows, set_wrench
+from .contact_rows import (NI, NP, ContactSet, check_contacts, check_forces, delassus_inverse, set_gather, set_rows,
+                           set_wrench)
 from .eidamb import eidamb, eidamb_entry, set_base_acceleration
 from .immamb import immamb
 from .kinematics import fill_custom, prepare
@@ -78,11 +79,20 @@ def free_acceleration(m, d, vel, tau):
     return 0
 
 
+DEPENDENT = 1e-10   # a row whose pivot is below this times K's largest diagonal entry is dependent
+
+
 @njit(inline="always")
-def _cholesky_ok(K, L):
-    """L L^T = K (lower L); False if a pivot is not positive or cond(K) ~ (max/min pivot)^2 > 1e10."""
+def _cholesky_ok(K, L, keep):
+    """L L^T = K (lower L) over the independent rows, in their order: row c is dependent when its
+    pivot K[c, c] - sum_k L[c, k]^2 (over the rows kept before it) is at most DEPENDENT times K's
+    largest diagonal entry; it is then dropped (keep[c] = 0; an identity row and column in L, so
+    that L L^T is K on the kept rows and the identity on the dropped ones). False if a pivot is
+    not a number or cond(K) on the kept rows ~ (max/min pivot)^2 > 1e10."""
     n = K.shape[0]
+    big = 0.0
     for i in range(n):
+        big = max(big, K[i, i])
         for c in range(n):
             L[i, c] = 0.0
     lo, hi = np.inf, 0.0
@@ -90,8 +100,13 @@ def _cholesky_ok(K, L):
         acc = K[c, c]
         for k in range(c):
             acc -= L[c, k] * L[c, k]
-        if not acc > 0.0:
-            return False
+        if not acc > DEPENDENT * big:
+            if not acc == acc or not big > 0.0:
+                return False
+            keep[c, 0] = 0.0
+            L[c, c] = 1.0
+            continue
+        keep[c, 0] = 1.0
         L[c, c] = np.sqrt(acc)
         lo, hi = min(lo, L[c, c]), max(hi, L[c, c])
         for i in range(c + 1, n):
@@ -131,12 +146,12 @@ def _chol_inverse(L, Kinv, W):
 def _ws_shapes(nv, n, mc, mf):
     """The shapes of the contact pipeline's scratch arrays, in the order _carve_ws returns them:
     Jc, Y^T, Y, K, L, K^-1, r0, rhs, G (D + E, then Y dlambda/dz), Jc G - Ar, Ar, B0, a vector, Jf,
-    Jf Minv, B_f, Jc B_f, K^-1 Jc B_f, Y dlambda/dtau, K^-1 Y^T (m = mc contact rows, mf input
-    force rows)."""
+    Jf Minv, B_f, Jc B_f, K^-1 Jc B_f, Y dlambda/dtau, K^-1 Y^T, the kept rows (1/0), with loops E
+    and Minv E (m = mc contact rows, mf input force rows)."""
     nx = 2 * nv
     return ((mc, nv), (mc, nv), (nv, mc), (mc, mc), (mc, mc), (mc, mc), (mc, 1), (mc, 1), (nv, nx),
             (mc, nx), (mc, nx), (nx, n), (nv, 1), (mf, nv), (mf, nv), (nv, mf), (mc, mf), (mc, mf),
-            (nv, n), (mc, nv))
+            (nv, n), (mc, nv), (mc, 1), (nv, nv), (nv, nv))
 
 
 _ws_shapes_c = njit(inline="always")(_ws_shapes)
@@ -178,7 +193,10 @@ def _carve_ws(nv, n, mc, mf, ws):
     T2, o = _take(ws, o, sh[17])
     TB, o = _take(ws, o, sh[18])
     KYT, o = _take(ws, o, sh[19])
-    return Jc, YT, Y, K, L, Kinv, r0, rhs, G, R2, Ar, B0, V1, Jf, BfT, Bf, T1, T2, TB, KYT
+    keep, o = _take(ws, o, sh[20])
+    El, o = _take(ws, o, sh[21])
+    MEl, o = _take(ws, o, sh[22])
+    return Jc, YT, Y, K, L, Kinv, r0, rhs, G, R2, Ar, B0, V1, Jf, BfT, Bf, T1, T2, TB, KYT, keep, El, MEl
 
 
 @kernel
@@ -196,7 +214,7 @@ def constrained_acceleration(m, d, q, vel, tau, fset, fvec, cset, ws, lam):
     fi, fp, fo, fbuf, fcols = fset
     ci, cp, co, cbuf, ccols = cset
     mf, mc = fvec.shape[0], lam.shape[0]
-    Jc, YT, Y, K, L, Kinv, r0, rhs, G, R2, Ar, B0, V1, Jf, BfT, Bf, T1, T2, TB, KYT = _carve_ws(
+    Jc, YT, Y, K, L, Kinv, r0, rhs, G, R2, Ar, B0, V1, Jf, BfT, Bf, T1, T2, TB, KYT, keep, El, MEl = _carve_ws(
         nv, n, mc, mf, ws)
     zero = V1.reshape((nv,))                                     # nu_dot = 0 for the rows' drift
     noE = G[0:0, 0:0]
@@ -223,9 +241,14 @@ def constrained_acceleration(m, d, q, vel, tau, fset, fvec, cset, ws, lam):
         for i in range(mc):
             for c in range(i + 1, mc):
                 K[i, c] = K[c, i] = 0.5 * (K[i, c] + K[c, i])
-        if not _cholesky_ok(K, L):
+        if not _cholesky_ok(K, L, keep):
             return CONTACTS_SINGULAR
         _chol_inverse(L, Kinv, K)                                # (K: scratch from here on)
+        for r in range(mc):                                      # dependent rows: no force
+            if keep[r, 0] == 0.0:
+                for c in range(mc):
+                    Kinv[r, c] = 0.0
+                    Kinv[c, r] = 0.0
         np.dot(Jc, V1, rhs)                                     # Jc nu_free
         for r in range(mc):
             rhs[r, 0] += r0[r, 0]
@@ -239,6 +262,14 @@ def constrained_acceleration(m, d, q, vel, tau, fset, fvec, cset, ws, lam):
             for r in range(mc):
                 acc += Y[i, r] * lam[r]
             nu[i] += acc
+        for r in range(mc):                                      # the dropped rows hold as well
+            if keep[r, 0] == 0.0:
+                acc, size = r0[r, 0], abs(r0[r, 0])
+                for c in range(nv):
+                    acc += Jc[r, c] * nu[c]
+                    size += abs(Jc[r, c] * nu[c])
+                if not abs(acc) <= 1e-7 * (1.0 + size):
+                    return CONTACTS_SINGULAR
         set_wrench(nv, d.fext, d.t6[3], ci, cp, co, cbuf, ccols, lam, True, noE)
     return 0
 
@@ -250,17 +281,17 @@ def plan_views(nv, nj, pi, pf):
     outputs (Outputs))."""
     nf, nc, mf, mc = pi[0], pi[1], pi[2], pi[3]
     o = pi[4]
-    fi = carve_view(pi, o, (nf, 4))
-    fo = carve_view(pi, o + 4 * nf, (nf,))
-    fcols = carve_view(pi, o + 5 * nf, (nf, nv))
+    fi = carve_view(pi, o, (nf, NI))
+    fo = carve_view(pi, o + NI * nf, (nf,))
+    fcols = carve_view(pi, o + (NI + 1) * nf, (nf, 2 * nv))
     o = pi[5]
-    ci = carve_view(pi, o, (nc, 4))
-    co = carve_view(pi, o + 4 * nc, (nc,))
-    ccols = carve_view(pi, o + 5 * nc, (nc, nv))
-    fp = carve_view(pf, pi[6], (nf, 92))
-    fbuf = carve_view(pf, pi[6] + 92 * nf, (pi[7],))
-    cp = carve_view(pf, pi[8], (nc, 92))
-    cbuf = carve_view(pf, pi[8] + 92 * nc, (pi[9],))
+    ci = carve_view(pi, o, (nc, NI))
+    co = carve_view(pi, o + NI * nc, (nc,))
+    ccols = carve_view(pi, o + (NI + 1) * nc, (nc, 2 * nv))
+    fp = carve_view(pf, pi[6], (nf, NP))
+    fbuf = carve_view(pf, pi[6] + NP * nf, (pi[7],))
+    cp = carve_view(pf, pi[8], (nc, NP))
+    cbuf = carve_view(pf, pi[8] + NP * nc, (pi[9],))
     fvec = carve_view(pf, pi[10], (mf,))
     ws = carve_view(pf, pi[11], (pi[12],))
     A = carve_view(pf, pi[13], (2 * nv, 2 * nv))
@@ -319,8 +350,8 @@ class ContactPlan:
             o += size
         self.pi = pi = np.zeros(H + fni + cni, dtype=np.int64)
         self.pf = pf = np.zeros(o)
-        pi[0:H] = (len(fs), len(cs), mf, mc, H, H + fni, at["fset"], fnf - 92 * len(fs), at["cset"],
-                   cnf - 92 * len(cs), at["fvec"], at["ws"], at["A"] - at["ws"], at["A"], at["B"],
+        pi[0:H] = (len(fs), len(cs), mf, mc, H, H + fni, at["fset"], fnf - NP * len(fs), at["cset"],
+                   cnf - NP * len(cs), at["fvec"], at["ws"], at["A"] - at["ws"], at["A"], at["B"],
                    at["lam"], at["dz"], at["dtau"])
         self.fset = ContactSet(d, fs, pi[H:H + fni], pf[at["fset"]:at["fset"] + fnf]) if fs else None
         self.cset = ContactSet(d, cs, pi[H + fni:], pf[at["cset"]:at["cset"] + cnf]) if cs else None

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 from .._jit import njit
 from ..layout import kernel, views
 from ..spatial_ops import congruence_add, dot6, mv, xt_add
+from ..coupling import is_coupled
 from ..state import input_error
 from .common import BAD_INPUT, KINEMATICS_STEPS, finite_result, setup
 from .kinematics import prepare
@@ -62,7 +63,9 @@ def crbamb_entry(ib, fb, q, vel, M):
 
 
 def mass_matrix(model: Model, state: State, data: Data | None = None) -> np.ndarray:
-    """CRBAmb / CRBA: the joint-space mass matrix M (nv x nv)."""
+    """CRBAmb / CRBA: the joint-space mass matrix M (nv x nv); with mimic joints G^T M G."""
+    if is_coupled(model):
+        return model.reduce(mass_matrix(model.tree, model.tree_state(state), data))
     d = setup(model, state, data)
     M = np.zeros((model.nv, model.nv))
     if crbamb_entry(d.ib, d.fb, state.q, state.v, M) == BAD_INPUT:

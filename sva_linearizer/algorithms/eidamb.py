@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 from .._jit import njit
 from ..layout import kernel, views
 from ..spatial_ops import cross_f, cross_m, mv_r, s_dot, xmv_s, xt_add_s
+from ..coupling import is_coupled
 from ..state import as_vector
 from .common import BAD_INPUT, EIDAMB_STEPS, finite_result, setup
 from .kinematics import prepare
@@ -100,7 +101,11 @@ def extended_inverse_dynamics(model: Model, state: State, nu_dot: ArrayLike,
                               data: Data | None = None) -> np.ndarray:
     """EIDAmb (Table 4.1): [tau_b (6); tau] = M nu_dot + h (floating base), tau (fixed base).
 
-    tau_b is the wrench the base would need (zero when nu_dot is consistent with tau)."""
+    tau_b is the wrench the base would need (zero when nu_dot is consistent with tau). With mimic
+    joints: G^T ID(tree state, G nu_dot) (coupling.py)."""
+    if is_coupled(model):
+        return model.reduce_rows(extended_inverse_dynamics(
+            model.tree, model.tree_state(state), model.tree_vector(nu_dot, "nu_dot"), data))
     return eidamb_forces(model, state, nu_dot, data, "extended_inverse_dynamics")
 
 

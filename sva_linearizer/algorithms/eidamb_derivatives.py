@@ -31,6 +31,7 @@ from ..layout import kernel, views
 from ..spatial import crm, xform
 from ..spatial_ops import (congruence_add, cross_f, cross_f6, cross_m, dot6, m_s, mv_add_r, mv_r,
                            rigid_congruence_add_s, s_dot, two_b_sym_rigid, xt_add_s, xtf_rows_s)
+from ..coupling import is_coupled
 from .common import EIDAMB_STEPS, finite_result
 from .eidamb import run_eidamb
 
@@ -209,6 +210,11 @@ def extended_inverse_dynamics_derivatives(model: Model, state: State, nu_dot: Ar
     if base_velocity_frame not in BASE_VELOCITY_FRAMES:
         raise ValueError(f"base_velocity_frame must be one of {BASE_VELOCITY_FRAMES}, "
                          f"got {base_velocity_frame!r}")
+    if is_coupled(model):                    # mimic joints: G^T D G (coupling.py)
+        D_q, D_nu = extended_inverse_dynamics_derivatives(
+            model.tree, model.tree_state(state), model.tree_vector(nu_dot, "nu_dot"), base_velocity_frame,
+            data)
+        return model.reduce(D_q), model.reduce(D_nu)
     d = run_eidamb(model, state, nu_dot, data)
     eidamb_derivatives_entry(d.ib, d.fb)
     nv = model.nv

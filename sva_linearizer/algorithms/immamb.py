@@ -14,7 +14,9 @@ if TYPE_CHECKING:
 from .._jit import njit
 from ..layout import kernel, views
 from ..spatial_ops import axis_blocks, inv_spd6, xblocks, xm_axis6, xt6, xt_add_s, xt_axis6
+from ..coupling import coupled_inverse, is_coupled
 from ..state import input_error
+from .crbamb import mass_matrix
 from .articulated import articulated_step, init_articulated, pivot_tolerance
 from .common import (BAD_INPUT, BASE_SINGULAR, KINEMATICS_STEPS, finite_result, setup,
                      singular_mass_matrix_error)
@@ -253,7 +255,14 @@ def immamb_entry(ib, fb, q, vel):
 
 def inverse_mass_matrix(model: Model, state: State, out: np.ndarray | None = None,
                         data: Data | None = None) -> np.ndarray:
-    """IMMAmb (Table 4.7) / IMMA (Table 4.6): M^-1 (nv x nv) without forming M."""
+    """IMMAmb (Table 4.7) / IMMA (Table 4.6): M^-1 (nv x nv) without forming M. With mimic joints
+    (G^T M G)^-1, M from CRBAmb (coupling.py)."""
+    if is_coupled(model):
+        Minv = coupled_inverse(model, mass_matrix(model, state, data))
+        if out is None:
+            return Minv
+        out[...] = Minv
+        return out
     d = setup(model, state, data)
     status = immamb_entry(d.ib, d.fb, state.q, state.v)
     if status == BAD_INPUT:

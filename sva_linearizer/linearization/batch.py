@@ -29,6 +29,7 @@ from .._arrays import kernel_array, real_array
 from .._intrinsics import borrow
 
 COMPILE_GROUP = "batch"     # the compile group of this module's kernels (_jit)
+from ..coupling import is_coupled
 from ..data import check_fits, get_data
 from ..layout import views
 from .continuous import _out_arrays, linearize, linearize_entry, linearize_state, status_error
@@ -141,18 +142,22 @@ def linearize_batch(model: Model, q_batch: ArrayLike, v_batch: ArrayLike, tau_ba
     OA, OB = _out_arrays(out, (N, nx, nx), (N, nx, nj))
     if N == 0:
         return OA, OB
-    d = get_data(model)
-    if d.custom:  # user jcalc callbacks are Python: one state at a time
+    coupled = is_coupled(model)
+    d = None if coupled else get_data(model)
+    if coupled or d.custom:  # mimic joints, user jcalc callbacks: one state at a time
         from ..state import State
 
         for i in range(N):
             try:
                 st = State.from_vectors(model, Q[i], V[i])
-                lin = linearize(model, st, T[i], dt=dt, out=None if dt is not None else (OA[i], OB[i]))
+                lin = linearize(model, st, T[i], dt=dt,
+                                out=None if dt is not None or coupled else (OA[i], OB[i]))
             except ValueError as e:
                 raise ValueError(f"linearize_batch: state {i}: {e}") from None
             if dt is not None:
                 OA[i], OB[i] = lin.Ad, lin.Bd
+            elif coupled:
+                OA[i], OB[i] = lin.A, lin.B
         return OA, OB
     nthreads = min(num_threads(), N)
     chunk = max(1, min(16, N // (8 * nthreads)))

@@ -25,10 +25,12 @@ from .._jit import direct, is_direct, njit
 from ..algorithms.common import BAD_INPUT, NOT_FINITE, check_state, singular_mass_matrix_error
 from ..algorithms.constrained_dynamics import free_acceleration
 from ..algorithms.kinematics import fill_custom, prepare
+from ..coupling import is_coupled
 from ..data import Data, get_data
 from ..layout import kernel, views
 from ..state import _FLOAT64, State, _is_vector, as_vector, input_error
 from .assembly import Linearization, linearize_at
+from .coupled import linearize_coupled
 from .discrete import check_dt
 from .overflow import overflow_error
 from .with_contacts import linearize_contacts
@@ -122,6 +124,11 @@ def linearize(model: Model, state: State, tau: ArrayLike, *, data: Data | None =
     anew (copy what you keep, e.g. A = lin.A.copy()). Without it, fresh arrays are returned
     (each thread then uses a Data of its own). out: (A, B) arrays to write into. dt: also the
     discrete-time Ad, Bd of the semi-implicit Euler step (discrete.py)."""
+    if is_coupled(model):            # mimic joints (coupled.py)
+        if contacts or forces or out is not None or data is not None:
+            raise ValueError("linearize: a model with mimic joints takes neither contacts, forces, "
+                             "out= nor data= (load it with mimic=False for those)")
+        return linearize_coupled(model, state, tau, dt)
     if contacts or forces:
         if not _is_vector(tau, model.nj):
             tau = as_vector("tau", tau, model.nj)
@@ -199,6 +206,8 @@ def linearize_flat(model: Model, q: np.ndarray, v: np.ndarray, tau: np.ndarray, 
     a quaternion within the tolerance of unit norm is normalised (in the call, not in your q), a
     non-finite or non-unit input raises ValueError naming it, as in `linearize`. One Data per
     thread: this never allocates, so two threads must not share a Data."""
+    if is_coupled(model):
+        raise ValueError("linearize_flat: a model with mimic joints is linearized with sl.linearize")
     if type(data) is not Data or data._arrays is not model._arrays:
         data = get_data(model, data)              # raises for a Data of another model
     nj, nv = data.nj, data.nv                     # (the Model's sizes are properties: ~0.1 us each)

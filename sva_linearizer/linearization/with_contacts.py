@@ -17,7 +17,7 @@ COMPILE_GROUP = "contacts"  # the compile group of this module's kernels (_jit)
 from ..algorithms.common import not_finite
 from ..algorithms.constrained_dynamics import (Outputs, _carve_ws, constrained_acceleration, contact_plan,
                                                plan_views, run_plan)
-from ..algorithms.contact_rows import Contact, set_gather, set_rows, set_wrench
+from ..algorithms.contact_rows import Contact, Loop, set_gather, set_rows, set_wrench
 from ..algorithms.status import NOT_FINITE
 from ..data import get_data
 from ..layout import kernel, views
@@ -55,7 +55,7 @@ def contacts_pipeline(m, d, q, vel, tau, fset, fvec, cset, ws, out):
     off = nv - n
     nx = 2 * nv
     mf, mc = fvec.shape[0], lam.shape[0]
-    Jc, YT, Y, K, L, Kinv, r0, rhs, G, R2, Ar, B0, V1, Jf, BfT, Bf, T1, T2, TB, KYT = _carve_ws(
+    Jc, YT, Y, K, L, Kinv, r0, rhs, G, R2, Ar, B0, V1, Jf, BfT, Bf, T1, T2, TB, KYT, keep, El, MEl = _carve_ws(
         nv, n, mc, mf, ws)
     Minv, nu = d.Minv, d.nu_dot
     derivatives_at(m, d, vel)                                    # D with the wrenches applied
@@ -64,20 +64,32 @@ def contacts_pipeline(m, d, q, vel, tau, fset, fvec, cset, ws, out):
         for c in range(nx):
             G[i, c] = D[i, c]
     wa = False                                                   # world-aligned forces turn with the links
+    loops = False                                                # (a loop's reaction turns with both frames)
     for i in range(fi.shape[0]):
         wa = wa or fi[i, 2] != 0
     for i in range(ci.shape[0]):
-        wa = wa or ci[i, 2] != 0
+        wa = wa or ci[i, 2] != 0 or ci[i, 4] != 0
+        loops = loops or ci[i, 4] != 0
     if wa:                                                       # E into G's z_q columns
         Eq = G[:, 0:nv]
         if mf > 0:
             set_wrench(nv, d.fext, d.t6[3], fi, fp, fo, fbuf, fcols, fvec, False, Eq)
-        if mc > 0:
+        if mc > 0 and not loops:
             set_wrench(nv, d.fext, d.t6[3], ci, cp, co, cbuf, ccols, lam, False, Eq)
+    if loops:       # the constraints' E apart: a loop's couples its two branches, outside the
+        for i in range(nv):                                      # support of D (assemble's product)
+            for c in range(nv):
+                El[i, c] = 0.0
+        set_wrench(nv, d.fext, d.t6[3], ci, cp, co, cbuf, ccols, lam, False, El)
+        np.dot(Minv, El, MEl)
     status = assemble(m, d, vel, G, A, B0, 0.0, A, B0)           # A_low = -Minv (D + E)
     if status != 0:
         return status
     AL = A[nv:]
+    if loops:
+        for i in range(nv):
+            for c in range(nv):
+                AL[i, c] -= MEl[i, c]
     if mf > 0:                                                   # B_f = Minv Jf^T
         set_gather(nv, fi, fo, fbuf, 0, Jf)
         np.dot(Jf, Minv, BfT)
@@ -180,7 +192,8 @@ def batch_contacts(model: Model, Q, V, T, OA, OB, contacts, per_state, nthreads,
     from ..state import State
 
     N = Q.shape[0]
-    if any(isinstance(c, Contact) and c.anchor is not None for c in contacts):
+    if any(isinstance(c, Contact) and c.anchor is not None or isinstance(c, Loop) and c.baumgarte[0] != 0.0
+           for c in contacts):                              # errors set per state (anchor_errors)
         return False
     mf = 0
     for c, F in per_state:
