@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """sva_linearizer: ament_python package (colcon build) that also installs with pip."""
 from glob import glob
 

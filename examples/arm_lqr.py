@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """LQR on a robot arm held away from its equilibrium, closed around an independent simulator.
 
     python examples/arm_lqr.py [--seconds 2.0] [--plot errors.png]

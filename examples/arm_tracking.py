@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Tracking a motion with a time-varying LQR built on ``linearize_batch``, in an independent simulator.
 
     python examples/arm_tracking.py [--seconds 2.0] [--plot errors.png]

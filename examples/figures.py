@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The examples' --plot option: error norms over time, on a log scale (needs matplotlib)."""
 from __future__ import annotations
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """A quadruped standing on four rigid point contacts, pushed, brought back by an LQR on the
 contact linearization; simulated with contacts by an independent simulator.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Launch the sva_linearizer node with a robot configuration.
 
     ros2 launch sva_linearizer linearizer.launch.py robot:=solo12

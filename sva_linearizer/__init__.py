@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """sva_linearizer: exact, singularity-free linearization (A, B) of whole-body robot dynamics.
 
 Algorithms of M.P. Bos, "Efficient Geometric Sensitivity Analysis of Moving-Base Multibody
@@ -21,7 +22,7 @@ from .joints import Joint
 from .linearization import Linearization, discretize, linearize, linearize_batch, linearize_flat, next_state
 from .model import Inertia, Model
 from .state import State
-from . import warmup as _warmup   # registers the compiler of the kernels (a cold group compiles in the background)
+from . import warmup as _warmup  # noqa: F401 (registers the kernels' compiler: a cold group compiles in the background)
 
 __version__ = "0.1.0"
 
@@ -35,8 +36,9 @@ def load_urdf(path_or_xml, floating_base=True, gravity=(0.0, 0.0, -9.81), valida
 
 
 __all__ = [
-    "Contact", "CoupledModel", "Data", "Inertia", "frame_jacobian", "frame_placement", "frame_velocity", "Joint", "Linearization", "Loop", "Model", "SecondOrderDerivatives", "State",
-    "extended_inverse_dynamics", "extended_inverse_dynamics_derivatives",
-    "extended_inverse_dynamics_second_derivatives", "forward_dynamics", "inverse_mass_matrix",
-    "discretize", "linearize", "linearize_batch", "linearize_flat", "load_urdf", "mass_matrix", "next_state", "rneamb", "__version__",
+    "Contact", "CoupledModel", "Data", "Inertia", "frame_jacobian", "frame_placement", "frame_velocity",
+    "Joint", "Linearization", "Loop", "Model", "SecondOrderDerivatives", "State", "extended_inverse_dynamics",
+    "extended_inverse_dynamics_derivatives", "extended_inverse_dynamics_second_derivatives",
+    "forward_dynamics", "inverse_mass_matrix", "discretize", "linearize", "linearize_batch", "linearize_flat",
+    "load_urdf", "mass_matrix", "next_state", "rneamb", "__version__",
 ]

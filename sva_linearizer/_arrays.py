@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Inputs as the arrays the kernels take: float64, never narrowed silently (real_array), and
 C-contiguous, aligned and writeable where a compiled call takes them (kernel_array)."""
 from __future__ import annotations

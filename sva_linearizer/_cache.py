@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """numba's on-disk cache of this package's kernels: where it is, which sources it was compiled
 from, which compile groups it holds, and the lock that lets one process at a time fill it.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Command lines for the Python child processes the package starts (compiles, stage workers, the
 demo's processes, the measuring tools), such that each child imports exactly this copy of
 sva_linearizer.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Intrinsics: code numba emits directly (views without reference counts), each with its
 plain-Python form (the same result, for the kernels' plain form and for Python without numba)."""
 from __future__ import annotations

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Compiled kernels with numba when it is installed, plain Python otherwise, and the switch between
 the two while the compiled ones are not ready.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The plain-Python form of a compiled kernel: the same source, run by the interpreter.
 
 A kernel's Python function calls other kernels through its module's globals, where numba's

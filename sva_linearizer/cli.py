@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Command line: ``sva-linearizer linearize | plot | compile | bench | profile`` (and the ROS node
 commands from sva_linearizer.ros: node, demo, bench-node).
 

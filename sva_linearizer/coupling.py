@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Coupled (mimic) joints: a tree Model whose mimic joints follow their parent joints.
 
 URDF's ``<mimic joint="p" multiplier="k" offset="o"/>`` on joint j means s_j = k s_p + o

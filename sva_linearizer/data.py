@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Data: the preallocated buffers of one model (the Data of Pinocchio's Model/Data split), laid out
 by the tables of layout.py, and the Data a call runs on (get_data).
 """
@@ -34,7 +35,8 @@ def check_fits(model, nbytes: int, what: str = "workspace") -> None:
     if avail is not None and nbytes > avail:
         raise ValueError(
             f"model '{model.name}' (nj={model.nj}) needs a {nbytes / 2**30:.1f} GiB {what} "
-            f"(it grows as nj^2: IMMAmb's F and P blocks, M^-1, the derivatives, A, B); only {avail / 2**30:.1f} GiB of "
+            f"(it grows as nj^2: IMMAmb's F and P blocks, M^-1, the derivatives, A, B); "
+            f"only {avail / 2**30:.1f} GiB of "
             "memory is available")
 
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """1-DoF joints with the thesis's interface (Appendix B): jcalc(s) -> (X_J, Gamma), jcalcderiv(s) -> dX_J/ds.
 
 X_J = ^iX_{lambda(i)|i} maps twists from the joint's parent-side frame lambda(i)|i into the child

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Names of the components of z and w, in the order of A's and B's rows and columns."""
 from __future__ import annotations
 

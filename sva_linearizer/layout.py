@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The workspace layout: ONE table per buffer (MODEL_INTS, MODEL_FLOATS, WORK below), each field's
 name, shape and meaning. From them derive the buffer sizes (`buffer_sizes`), the compiled views
 (`views`, generated from the tables: one namedtuple `m` of the model's arrays and one `d` of the

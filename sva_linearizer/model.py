@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The kinematic tree: a base body and 1-DoF joints, each joint owning the body it moves.
 
 Bodies are stored parents-before-children (add_body requires the parent to exist), which is the

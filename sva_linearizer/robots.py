@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Named robots: the package's own quadruped and robots of the ``example-robot-data`` package.
 
     model = load_robot("solo12")                  # default base: floating for legged robots

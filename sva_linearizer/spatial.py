@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Spatial algebra in linear-angular order (thesis Sec. 2.5; Pinocchio's order).
 
 Twist v = [v_lin; w], wrench f = [force; torque].

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Compiled spatial algebra: 6-vector and 6x6 products written out as straight-line code, for the
 algorithms' inner loops (numba inlines them; passing array views to a non-inlined call costs more
 than the arithmetic). Linear-angular order; the same operations as :mod:`sva_linearizer.spatial`

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Robot state: base pose H in SE(3) and body twist v (floating base), joint positions s and rates r."""
 from __future__ import annotations
 

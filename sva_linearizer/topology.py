@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Per-model preprocessing of the kinematic tree: the tables a Data stores beside the model's
 arrays, computed once when the Data is built (plain Python, no kernel).
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """URDF import: build a :class:`~sva_linearizer.model.Model` from a URDF file or XML string.
 
     model = load_urdf("robot.urdf", floating_base=True, gravity=(0, 0, -9.81))

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Compiling the kernels: the warm-up that runs the public pipeline on tiny models, group by group.
 
 Above the public API (it calls it), so the layers below never import it: it registers itself with

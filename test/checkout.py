@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """A copy of the package's source files, as a fresh clone has them plus the working tree's edits."""
 import pathlib
 import shutil

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Under CI, a skipped test fails the run: CI installs every oracle and peer the suite uses
 (Pinocchio, example-robot-data, cyclonedds, rclpy, matplotlib, rosbags, colcon), so a test that
 skips because one of them is missing would hide a check that did not run. The only skips allowed

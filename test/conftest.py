@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Suite-wide set-up.
 
 The suite runs compiled kernels: SVA_LINEARIZER_COMPILE=wait makes the first call of a cold

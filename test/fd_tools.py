@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Independent oracles: Lie-group central finite differences of the package's forward dynamics and
 EIDAmb, and random kinematic trees with every joint type."""
 import numpy as np

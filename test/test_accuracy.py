@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Where ours and Pinocchio differ (icub, test_pinocchio.py), which side is accurate?
 
 icub's A = [[...], [-M^-1 [D_q | D_nu]]] is ill-conditioned: cond(M) is 4e6-9e6 (fixed base) and

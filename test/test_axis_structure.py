@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The structured transform products (topology.axis_structure, spatial_ops *_axis): for a joint
 transform X = [[E, E w^], [0, E]] with E a rotation about a coordinate axis, each product equals
 the 6x6 product of numpy (the oracle here: plain matrix products, not the package's code) and the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Bad input gets a ValueError that names the problem."""
 import numpy as np
 import pytest

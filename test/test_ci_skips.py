@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """ci_skips: under CI, a test skipped because a dependency is missing fails the run; only the parts
 of ROS 2 that no package index serves may skip. Run on a small suite of its own."""
 import os

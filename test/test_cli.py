@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """`sva-linearizer linearize`: arguments (negative numbers, empty paths, base choice, validation),
 errors without tracebacks (missing output folder, closed stdout), and what it says and saves
 (the state used, the z ordering, labelled npz). Bundled robot only: no example-robot-data needed."""

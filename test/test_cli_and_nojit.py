@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The command line, and the pure-Python path (no numba) computing the same numbers."""
 import json
 import os

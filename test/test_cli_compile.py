@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """First run. A cold kernel group answers at once from the kernels' plain-Python form while it
 compiles in a background process, then switches to the compiled code (_jit); the warm-up that
 compiles a group (warmup.ensure_compiled: `sva-linearizer compile`, the background process,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Contacts API: validation with errors that name the problem, merged URDF links as frames, the
 singular / redundant contact set error, forward_dynamics with contacts satisfies the constraint."""
 import threading

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Contacts against Lie-group central finite differences on random trees (fd_tools): frame
 Jacobians, forces as inputs (A, B_f) and rigid contacts (A, B, the forces and their derivatives)."""
 import numpy as np

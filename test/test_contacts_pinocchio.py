@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Contacts against Pinocchio 4.1 (the oracle): rigid contacts (constraintDynamics +
 computeConstraintDynamicsDerivatives, RigidConstraintModel CONTACT_3D / CONTACT_6D, LOCAL /
 LOCAL_WORLD_ALIGNED, Baumgarte corrector, joint2 = the world at the anchor), forces as inputs

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """No wrong number on the paths users take. Threads (bitwise equal to
 sequential calls), the State's copy rule, overflow named instead of NaN, huge models refused
 before allocating, discrete time inside the compiled call (checked against an independent matrix

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The closed-loop examples (examples/*.py) run as a user runs them, and fail when A or B is wrong.
 
 Each example designs a controller on sva_linearizer's A and B and closes the loop around Pinocchio

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The README's install line as a newcomer runs it: a non-editable install into a fresh virtual
 environment, with pip as Debian 12 ships it (23.0.1, no `wheel`: the oldest pip a ROS 2 user
 meets builds wheels only for packages that declare their build system), then the commands from

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The package's import graph, from its own import statements (function-level and TYPE_CHECKING
 imports included): no cycle, and no lower layer importing a higher one."""
 import ast

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Closed kinematic loops (sl.Loop) against oracles the package does not share:
 
 * Pinocchio 4.1's constraintDynamics (two-joint RigidConstraintModel, CONTACT_3D / CONTACT_6D,
@@ -17,7 +18,7 @@ import numpy as np
 import pytest
 
 import sva_linearizer as sl
-from fd_tools import perturbed, random_state, random_tree
+from fd_tools import random_state, random_tree
 from test_contacts_fd import TWO_LEGS, fd_columns
 
 pin = pytest.importorskip("pinocchio", reason="pin (Pinocchio) is a test dependency: pip install pin")
@@ -423,7 +424,8 @@ def test_revolute_loop_against_pinocchio_equivalent_tree(tmp_path):
     pin.updateFramePlacements(pm, pd)
     fa_id = pm.getFrameId("a_tip")
     Jrel = (pin.getFrameJacobian(pm, pd, fa_id, pin.LOCAL)
-            - (pd.oMf[fa_id].inverse() * pd.oMf[fb_id]).toActionMatrix() @ pin.getFrameJacobian(pm, pd, fb_id, pin.LOCAL))[:, vi]
+            - (pd.oMf[fa_id].inverse() * pd.oMf[fb_id]).toActionMatrix()
+            @ pin.getFrameJacobian(pm, pd, fb_id, pin.LOCAL))[:, vi]
     N = np.linalg.svd(Jrel)[2][6:].T
     v = N @ rng.normal(size=N.shape[1])
     st = sl.State.from_vectors(model, q, v)
@@ -468,11 +470,15 @@ def cassie_like_urdf(rng):
         return (f'<inertial><origin xyz="{c[0]} {c[1]} {c[2]}"/><mass value="{m}"/><inertia ixx="{d[0] + d[1]}" '
                 f'iyy="{d[1] + d[2]}" izz="{d[0] + d[2]}" ixy="0" ixz="0" iyz="0"/></inertial>')
     tilt = np.array([np.sin(0.3), np.cos(0.3), 0.0])
-    chain = [("hip_roll", "pelvis", (0, 0.1, -0.05), (1, 0, 0), 1.5), ("hip_yaw", "hip_roll", (0.05, 0, -0.05), (0, 0, 1), 1.5),
-             ("hip_pitch", "hip_yaw", (0, 0, -0.08), (0, 1, 0), 3.0), ("knee", "hip_pitch", (0.1, 0, -0.4), (0, 1, 0), 1.5),
+    chain = [("hip_roll", "pelvis", (0, 0.1, -0.05), (1, 0, 0), 1.5),
+             ("hip_yaw", "hip_roll", (0.05, 0, -0.05), (0, 0, 1), 1.5),
+             ("hip_pitch", "hip_yaw", (0, 0, -0.08), (0, 1, 0), 3.0),
+             ("knee", "hip_pitch", (0.1, 0, -0.4), (0, 1, 0), 1.5),
              ("tarsus", "knee", (0, 0, -0.45), (0, 1, 0), 0.8), ("toe", "tarsus", (0, 0, -0.45), (0, 1, 0), 0.2),
-             ("knee_rod_a", "hip_pitch", (-0.05, 0, -0.05), tilt, 0.05), ("knee_rod", "knee_rod_a", (0, 0, 0), (1, 0, 0), 0.1),
-             ("heel_rod_a", "knee", (-0.05, 0, -0.1), tilt, 0.05), ("heel_rod", "heel_rod_a", (0, 0, 0), (1, 0, 0), 0.1)]
+             ("knee_rod_a", "hip_pitch", (-0.05, 0, -0.05), tilt, 0.05),
+             ("knee_rod", "knee_rod_a", (0, 0, 0), (1, 0, 0), 0.1),
+             ("heel_rod_a", "knee", (-0.05, 0, -0.1), tilt, 0.05),
+             ("heel_rod", "heel_rod_a", (0, 0, 0), (1, 0, 0), 0.1)]
     out = [f'<robot name="cassie_like"><link name="pelvis">{inertial(10.0)}</link>']
     for name, parent, o, ax, m in chain:
         out.append(f'<link name="{name}">{inertial(m)}</link><joint name="{name}_joint" type="revolute"><parent '
@@ -565,7 +571,8 @@ def test_humanoid_with_ankle_rods_against_pinocchio(tmp_path):
     v = np.r_[rng.normal(size=6) * 0.3, rng.normal(size=model.nj) * 0.5]
     pd = pm.createData()
     pin.forwardKinematics(pm, pd, qp)
-    cons = [sl.Contact("left_sole_link", "6d", baumgarte=(0.0, 2.0)), sl.Contact("right_sole_link", "6d", baumgarte=(0.0, 2.0))]
+    cons = [sl.Contact("left_sole_link", "6d", baumgarte=(0.0, 2.0)),
+            sl.Contact("right_sole_link", "6d", baumgarte=(0.0, 2.0))]
     for side in ("left", "right"):
         for k in (1, 2):
             rod, target = f"{side}_rod{k}", f"leg_{side}_6_link"

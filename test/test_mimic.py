@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Mimic joints (load_urdf(..., mimic=True)) against Pinocchio 4.1's mimic model
 (buildModelFromUrdf(..., mimic=True)): central differences of its forward dynamics
 M^-1 (tau - h), M from crba and h from nonLinearEffects (which support mimic joints; its ABA and
@@ -87,7 +88,7 @@ def test_mimic_linearization_against_pinocchio(robot):
         assert np.allclose(sl.inverse_mass_matrix(model, st) @ Mp[np.ix_(perm, perm)], np.eye(model.nv),
                            atol=1e-8)
     # the batch gives the per-state numbers
-    Q = np.stack([q, q]); V = np.stack([v, 0 * v]); T = np.stack([tau, tau])
+    Q, V, T = np.stack([q, q]), np.stack([v, 0 * v]), np.stack([tau, tau])
     OA, OB = sl.linearize_batch(model, Q, V, T)
     assert np.array_equal(OA[0], lin.A) and np.array_equal(OB[0], lin.B)
     lin0 = sl.linearize(model, sl.State.from_vectors(model, q, 0 * v), tau)
@@ -142,8 +143,10 @@ def test_mimic_errors_name_the_joints():
         CoupledModel(tree, {"j1": ("nope", 1.0, 0.0)})
     xml = """<robot name="r"><link name="a"><inertial><mass value="1"/><inertia ixx="1" iyy="1" izz="1"
       ixy="0" ixz="0" iyz="0"/></inertial></link>
-      <link name="b"><inertial><mass value="1"/><inertia ixx="1" iyy="1" izz="1" ixy="0" ixz="0" iyz="0"/></inertial></link>
-      <link name="c"><inertial><mass value="1"/><inertia ixx="1" iyy="1" izz="1" ixy="0" ixz="0" iyz="0"/></inertial></link>
+      <link name="b"><inertial><mass value="1"/>
+        <inertia ixx="1" iyy="1" izz="1" ixy="0" ixz="0" iyz="0"/></inertial></link>
+      <link name="c"><inertial><mass value="1"/>
+        <inertia ixx="1" iyy="1" izz="1" ixy="0" ixz="0" iyz="0"/></inertial></link>
       <joint name="fixed_ab" type="fixed"><parent link="a"/><child link="b"/></joint>
       <joint name="bc" type="revolute"><parent link="b"/><child link="c"/><axis xyz="0 0 1"/>
         <limit lower="-1" upper="1" effort="1" velocity="1"/><mimic joint="fixed_ab"/></joint></robot>"""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """next_state: the semi-implicit Euler step that Ad, Bd linearize. Its pose update is checked against
 the matrix exponential of the twist (scipy's expm of the 4x4 twist matrix, independent of the
 package's se3_exp), and Ad, Bd against central differences of the step itself around the state it

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Pinocchio as oracle (test/ros_helpers/oracle.py): A and B assembled from
 pinocchio.computeABADerivatives (free-flyer root, and fixed base), joints matched by name, equal
 ours to e_max <= 1e-8 on real robots of example-robot-data; the well-conditioned ingredients of A,

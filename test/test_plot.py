@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """`sva-linearizer plot`: the figure file is written and valid, labelled with the blocks of z and the
 joint names, and says what A is (its nonzero count and unstable eigenvalues, checked against
 linearize here); a clear error without matplotlib or with an unknown format."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Every public function raises or returns finite numbers, and never narrows an input silently.
 
 The functions are found from the package's public names (sva_linearizer.__all__) and called with

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """A and B against Lie-group central finite differences on random trees (all joint types, random
 axes, placements and inertias, branches at the base and deeper), fixed and floating base; the
 inverse mass matrix against the inverse of CRBA/CRBAmb."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Composite inertias on their rigid-body parameters (spatial_ops.rigid_congruence_add, used by
 IDSVA where data.rig says a subtree's inertias have that form): checked against the plain 6x6
 product X^T M X in numpy, and the derivatives against the general congruence on the same model."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """ROS 2 wire format: the CDR bytes of every message type the node sends or receives equal those of
 an independent implementation, the `rosbags` package (ROS 2 Humble typestore), both ways."""
 import dataclasses

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The package as a ROS 2 user builds and runs it: `colcon build` in a fresh workspace,
 `source install/setup.bash`, the node started from `lib/sva_linearizer/linearizer_node` with
 `--ros-args --params-file <share>/config/ur5.yaml -r __ns:=...`, A and B received by a real rclpy

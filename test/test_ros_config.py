@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """config/*.yaml (ROS 2 parameter files), launch/linearizer.launch.py, parameter parsing, CLI wiring."""
 import argparse
 import pathlib

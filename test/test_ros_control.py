@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """A controller in another process closes the loop over ROS 2 on the node's records alone
 (`sva-linearizer demo --control`): three processes on loopback DDS, the node, a simulator whose
 plant is Pinocchio (independent of the package: pin.aba, or pin.constraintDynamics on the feet)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The node over real DDS between separate processes, confined to loopback (no ROS 2 needed).
 
 A test publisher (this process) sends JointState with the joint order shuffled, and Odometry for a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """`sva-linearizer demo` (the README's first command) and `bench-node`, end to end as a user runs
 them: separate processes on a private loopback-only DDS domain; each must exit by itself."""
 import os

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Cross-vendor: the DDS transport (Cyclone, no ROS 2) and a real ROS 2 peer (rclpy on Fast DDS).
 
 Both directions for every message type the node uses: JointState, Odometry and the robot

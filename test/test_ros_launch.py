@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """launch_testing test (machines with ROS 2 only): start launch/linearizer.launch.py with a robot
 config, publish joint states with rclpy, and check that A, B and the pair record arrive.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """launch/linearizer.launch.py without ROS 2's launch: the decisions it delegates to
 sva_linearizer.ros.launch_config, and the launch file itself run against stand-ins for the few
 launch / launch_ros names it may use (those Humble's launch 1.0 and launch_ros 0.19 have)."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The node's logic in-process (transport-independent), with an in-memory transport."""
 import numpy as np
 import pytest

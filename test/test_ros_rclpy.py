@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The node on the rclpy transport against a real ROS 2 peer, between separate processes.
 
 ROS 2 Kilted's rclpy, messages and Fast DDS come from the community wheels on PyPI (the `ros`

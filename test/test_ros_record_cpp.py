@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """docs/ros.md's C++ recipe for the linearization record, compiled and run: test/cpp/record_consumer.cpp
 (written from the docs: the table of contents, Eigen row-major maps) reads records the node published
 and prints what a planner uses; it must agree with the Python reader to the last bit. Needs a C++

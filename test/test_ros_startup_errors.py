@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The node's start-up errors: one line that names what is missing and how to install it, exit
 code 2, and no switch to the other transport.
 

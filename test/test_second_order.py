@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Second-order derivatives of EIDAmb (extended_inverse_dynamics_second_derivatives) against oracles
 that do not use them:
 

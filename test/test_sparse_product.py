@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """-Minv D over D's branch-induced sparsity (linearization/sparse_product.py): the support that the
 product skips outside of holds for the EIDAmb derivatives of real robots and random trees, and the
 SIMD tiles give numpy's dense product for every size (the tiles of 6 and 4 rows, the overlapping

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The speed issue's API: Data reuse and output arrays, the compiled batch, discrete time (checked
 against finite differences of the integrated nonlinear step), and the benchmark command."""
 import numpy as np

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The thesis's own test system (Section 5.1): printed Chapter 5 numbers, and FD on correct joints."""
 import warnings
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """URDF import (sva_linearizer.urdf) and named robots (sva_linearizer.robots).
 
 Every known robot is compared with Pinocchio's model of the same URDF, joint by joint: names and

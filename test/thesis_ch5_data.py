@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Numbers printed in Chapter 5 of the Bos thesis ("Efficient Geometric Sensitivity Analysis of
 Moving-Base Multibody Dynamics", TU/e 2019), transcribed from the seed text.
 

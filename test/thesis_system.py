@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The thesis's Chapter 5 test system (Section 5.1, Appendix D.1), shared by the tests.
 
 Two builds of the same tree: `joints="table_b1"` uses Joint.custom with jcalc exactly as Table B.1

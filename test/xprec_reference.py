@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """An extended-precision reference for the lower blocks of A and for M, independent of the package's
 algorithms: a textbook recursive Newton-Euler pass (Featherstone, linear-angular spatial vectors)
 written here with numpy's ``longdouble`` / ``clongdouble`` (x86-64: 64-bit mantissa, eps 1.1e-19;

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The thesis's algorithms, one per file, each a compiled kernel `f(m, d, ...)` on the model's and
 the workspace's named views (layout.py) with its typed Python wrapper:
 

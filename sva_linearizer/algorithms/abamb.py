@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """ABAmb (thesis Appendix E.6) / ABA (E.5): forward dynamics nu_dot = FD(q, nu, tau) by the
 articulated-body algorithm, with zero external wrenches (Assumption 2.3)."""
 from __future__ import annotations

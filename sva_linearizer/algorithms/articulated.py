@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The articulated-body sweep that ABAmb, IMMAmb and the pivot check share (Featherstone; thesis
 Appendix E.5-E.6, Tables 4.6-4.7 lines 7-14): from the leaves to the root, each body's articulated
 inertia M^A_k is reduced by its joint and added to its parent's."""

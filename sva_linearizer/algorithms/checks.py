@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The model's check on first use: a massless subtree (or base) makes the mass matrix singular at
 every configuration, which the articulated-body pivots show (Model.validate runs this)."""
 from __future__ import annotations

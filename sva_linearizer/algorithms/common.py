@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """What every algorithm's Python wrapper shares: argument checks, the Data to run on, status codes
 of the compiled entry points and the errors they become."""
 from __future__ import annotations

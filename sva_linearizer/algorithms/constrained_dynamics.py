@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Constrained dynamics: the forward dynamics of a robot with rigid contacts (the KKT system,
 Pinocchio's constraintDynamics) and/or contact forces as given inputs. contact_rows.py defines the
 contacts, their rows Jc, drifts r0 and wrenches; the equations:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Contacts: rigid contact constraints (KKT) and contact forces as given inputs, with their analytical
 derivatives, on the package's Lie-group conventions (z = [z_H, z_s, z_v, z_r]).
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """CRBAmb (thesis Appendix E.4) / CRBA (E.3): the joint-space mass matrix M (nv x nv) from the
 composite inertias."""
 from __future__ import annotations

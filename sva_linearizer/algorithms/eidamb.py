@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """EIDAmb, the Extended Inverse Dynamics Algorithm for moving-base systems (thesis Table 4.1): the
 base wrench and joint torques [tau_b; tau] = M nu_dot + h(q, nu), by the recursive Newton-Euler
 scheme with the base as a 6-DoF 'joint'. EIDA (fixed base) is the same with v_0 = a_0 = 0."""

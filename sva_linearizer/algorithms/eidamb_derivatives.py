@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Derivatives of EIDAmb (thesis Tables 4.2-4.5), computed with the arithmetic of Singh et al.'s IDSVA
 (Singh et al., "Efficient Analytical Derivatives of Rigid-Body Dynamics using Spatial Vector
 Algebra", Alg. 1; docs/derivations.md) in body coordinates: O(N d), a few
@@ -62,7 +63,8 @@ def eidamb_derivatives(m, d):
     D (nv x 2nv) gets the columns [z_H (6) | s (N) | v (6, body twist) | r (N)] (floating) or
     [s (N) | r (N)] (fixed). Needs eidamb at the same state and acceleration (v, f as subtree
     sums, vp, ap, hv). g0 = a_0^r = ^0R_A a_grav. With the body twist held fixed (docs/derivations.md,
-    "Which base velocity the thesis holds fixed") only gravity depends on H: the base acts as a 6-DoF joint with Gamma_0 = sigma_0 = 1,
+    "Which base velocity the thesis holds fixed") only gravity depends on H: the base acts as a 6-DoF joint
+    with Gamma_0 = sigma_0 = 1,
     Psi-dot_0 = 0, Psi-ddot_0 = a_0^r x 1 and S-dot_0 = v_0 x 1.
 
     Body coordinates rather than the paper's ground frame: a body's t1..t4 (lines 13-16) are taken

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Second-order partial derivatives of EIDAmb: d2 tau/dq2, d2 tau/dnu2, d2 tau/dq dnu and dM/dq,
 by the closed forms of Singh, Russell and Wensing, "Details of Second-Order Partial Derivatives of
 Rigid-Body Inverse Dynamics" (Singh, Russell, Wensing; tags `# S2:n` give its equation numbers, the per-DoF

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Frames: the pose, Jacobian and velocity of a named frame (a body, or a URDF link merged into its
 body through fixed joints, Model.frame), and the forward-mode derivatives of a body's twist and
 acceleration that the contact constraints need.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """IMMA (thesis Table 4.6, fixed base) and IMMAmb (Table 4.7, moving base): the inverse mass matrix
 M^-1 in O(N^2) without forming M, on the articulated-body sweep (articulated.py)."""
 from __future__ import annotations

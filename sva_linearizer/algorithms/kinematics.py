@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Kinematics: jcalc for every joint (thesis Appendix B), the tree transforms ^kX_lam(k) (EIDAmb
 line 16), the base rotation and the gravity term a_0^r (line 7).
 

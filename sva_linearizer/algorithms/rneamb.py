@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """RNEAmb (thesis Appendix E.2) / RNEA (E.1): the base acceleration consistent with zero base
 wrench, and the joint torques, for given joint accelerations (from EIDAmb and CRBAmb's M^c_0)."""
 from __future__ import annotations

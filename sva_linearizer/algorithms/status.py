@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The status codes the compiled entry points return (0: done)."""
 
 OK = 0

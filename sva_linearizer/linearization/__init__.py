@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The linearization z_dot = A z + B w, as a pipeline of the algorithms' kernels:
 
     continuous.py   linearize: A, B at one state (and Ad, Bd with dt), one compiled call

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """A and B from the derivatives: the continuous-time matrices of z_dot = A z + B w (thesis Props.
 3.1-3.3, eq. 3.53) and, with dt, the discrete step (discrete.py).
 
@@ -21,7 +22,8 @@ from .sparse_product import neg_minv_times
 
 
 class Linearization:
-    """A (2nv, 2nv), B (2nv, nj) (with forces as inputs: 2nv x (nj + m)); nu_dot (nv,) the consistent acceleration the derivatives were
+    """A (2nv, 2nv), B (2nv, nj) (with forces as inputs: 2nv x (nj + m)); nu_dot (nv,) the consistent
+    acceleration the derivatives were
     taken at; Minv (nv, nv); D (nv, 2nv) the EIDAmb derivatives [D_q | D_nu]; with dt: Ad, Bd of
     the discrete step (else None); with rigid contacts: forces (m,), dforces_dz (m, 2nv),
     dforces_dtau (m, nj) (else None)."""

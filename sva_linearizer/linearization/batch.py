@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Many states in parallel: `linearize_batch`.
 
 The states are handed out in small chunks from a shared counter to worker threads (the calling

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The singularity-free linearization z_dot = A z + B w (thesis Props. 3.1-3.3) at one state.
 
 State perturbation z = [z_H (6); z_s; z_v (6); z_r] (floating base; H -> H exp(z_H^), v the base's

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The linearization of a model with mimic joints (coupling.py): the tree's EIDAmb derivatives at
 the tree state, projected on the coupling G. With nu_dot = M_r^-1 (S tau - h_r) and
 ID_r(z, nu_dot) = G^T ID(s0 + G z_q, G nu, G nu_dot):

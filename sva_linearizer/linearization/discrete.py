@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Discrete time: the semi-implicit (symplectic) Euler step on the Lie group (next_state),
 
     nu+ = nu + dt FD(q, nu, tau),   H+ = H exp(dt v+^),   s+ = s + dt r+,

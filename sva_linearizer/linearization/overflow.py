@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """What overflowed, and where it came from, when a linearization's result is not finite.
 
 The compiled pipeline only checks its results (common.not_finite ORed over them: a NaN or an

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """-Minv X over X's branch-induced sparsity: the lower block of A, -Minv D (3.53), in SIMD tiles.
 
 D = [D_q | D_nu] (the EIDAmb derivatives, nv x 2nv) has the tree's branch-induced sparsity

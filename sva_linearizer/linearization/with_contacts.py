@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The linearization with contacts: rigid contacts (KKT) and/or contact forces as given inputs
 (algorithms/contact_rows.py has the definitions and the equations). One compiled call,
 contacts_pipeline: the constrained acceleration (algorithms/constrained_dynamics.py), then EIDAmb at
@@ -43,7 +44,8 @@ def contacts_pipeline(m, d, q, vel, tau, fset, fvec, cset, ws, out):
         B_f = (1 - Y K^-1 Jc) Minv Jf^T.
     The products are BLAS calls: at these sizes (m, nv <= a few dozen) a dense BLAS product is
     about twice as fast as a loop over Jc's nonzero columns, or any compiled loop. ws: the scratch
-    (workspace_size); out: A, B, lam, dz, dtau (Outputs); nothing is allocated. Returns 0, BAD_INPUT, immamb's status (M singular),
+    (workspace_size); out: A, B, lam, dz, dtau (Outputs); nothing is allocated. Returns 0, BAD_INPUT,
+    immamb's status (M singular),
     CONTACTS_SINGULAR or NOT_FINITE."""
     status = constrained_acceleration(m, d, q, vel, tau, fset, fvec, cset, ws, out.lam)
     if status != 0:

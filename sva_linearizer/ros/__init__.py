@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """ROS 2 interface of sva_linearizer: a node that streams A and B from joint states and odometry
 (and, for a robot on its feet, the active contacts and contact forces).
 

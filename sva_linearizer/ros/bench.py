@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """``sva-linearizer bench-node``: the node's sustained output rate and its latency over loopback DDS.
 
 For each robot and input rate, three processes on a private loopback-only DDS domain:

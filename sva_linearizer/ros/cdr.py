@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Plain little-endian CDR (XCDR1, ROS 2's wire format) for the node's hot message types, in one
 pass with ``struct`` and ``array``: JointState and Odometry (decode and encode), Float64MultiArray
 (encode and decode). No DDS library needed: the DDS transport uses these inside its cyclonedds

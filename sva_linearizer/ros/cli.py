@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Command line: ``node``, ``demo`` and ``bench-node`` subcommands, and the ``linearizer_node`` script.
 
 The package's main CLI (``sva-linearizer``) registers these through :func:`add_subcommands`;

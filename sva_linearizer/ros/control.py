@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """A controller that closes the loop on the node's linearization records alone (the closed-loop
 demo, ``sva-linearizer demo --control``, and its tests).
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """What Cyclone DDS needs to talk to a ROS 2 system on Fast DDS: one configuration element that the
 DDS transport always puts first (:data:`CYCLONE_COMPATIBILITY`), and the transport's default
 configuration built from it (:func:`default_cyclone_config`).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """ROS 2 message types as Cyclone DDS (PyPI ``cyclonedds``) IDL structs.
 
 ROS 2 maps ``pkg/msg/Type`` to the DDS type ``pkg::msg::dds_::Type_`` and serialises it as plain

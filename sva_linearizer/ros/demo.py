@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """``sva-linearizer demo``: a simulated robot, the node and a live echo of its records, on loopback DDS.
 
 Three processes on a private DDS domain confined to 127.0.0.1: the simulated robot (by default

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """What ``launch/linearizer.launch.py`` starts, decided without ``launch``: the parameter file that
 ``robot:=`` or ``config:=`` names, checked, and the node's arguments.
 

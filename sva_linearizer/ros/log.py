@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Logging for the node and the transports: ROS-looking lines on stderr for the DDS transport
 (:class:`StderrLogger`), and :class:`Throttle`, which keeps a repeated warning to one line per
 period."""

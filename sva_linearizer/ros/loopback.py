@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Confining DDS traffic to 127.0.0.1, for both middlewares, on a domain of one's own: what the
 tests, the demo, the benchmark and ``--loopback`` use.
 

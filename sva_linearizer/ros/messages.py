@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Transport-independent message helpers: stamps, matrices as Float64MultiArray, the input messages.
 
 Everything here works on *any* object with the ROS 2 field names: rclpy messages, the Cyclone DDS

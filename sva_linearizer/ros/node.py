@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The linearizer node's logic, written once for every transport (rclpy or plain DDS).
 
 :class:`LinearizerNode` takes a *transport* (see :mod:`sva_linearizer.ros.transport`) and the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Reading the node's parameters from ROS 2 parameter files (``--params-file`` YAML) and from
 ``--ros-args``, for the DDS transport (with rclpy, ROS 2 reads them itself); what the values must
 be is :mod:`.parameters`.

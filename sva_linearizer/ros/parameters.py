@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The node's parameters: their names, defaults and ROS 2 types, and the checks every value goes
 through, whichever way it arrives (rclpy, a parameter file, ``-p``, the launch file).
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Simulated robots to close loops around: Pinocchio's dynamics of the same URDF (an independent
 simulator: the examples' and the closed-loop tests' plant) and the package's own dynamics (the
 demo's plant where Pinocchio is not installed).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """What each transport needs, checked before anything starts, and the one-line errors that name
 what is missing and how to install it.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The QoS profiles of the node's topics, transport-neutral (reliability, durability, depth)."""
 
 # The input subscriptions are best effort: in ROS 2 (DDS) a best-effort subscription matches both

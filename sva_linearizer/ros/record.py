@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The linearization record: everything a planner needs about one input state, in ONE message.
 
 For every joint state it accepts, the node publishes one ``linearization/record``

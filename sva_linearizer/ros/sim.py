@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """A simulated robot that publishes joint_states and odom (for the demo and the benchmark).
 
 ``dynamics`` mode integrates the robot's own forward dynamics (ABAmb, semi-implicit Euler on

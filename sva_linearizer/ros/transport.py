@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The transport interface the node is written against, and :func:`make_transport`, which builds
 one of the two implementations: :class:`.transport_rclpy.RclpyTransport` (a real rclpy node) or
 :class:`.transport_dds.DdsTransport` (plain DDS through the ``cyclonedds`` package).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The DDS transport: ROS 2's wire protocol spoken directly through the ``cyclonedds`` package
 (PyPI), no ROS 2 installation needed. Its interface is the one :mod:`.transport` describes.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The rclpy transport: a real ROS 2 node (Humble or newer) behind the interface :mod:`.transport`
 describes; parameters declared with their ROS 2 types (:mod:`.parameters`).
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """`sva-linearizer bench`: this package and Pinocchio side by side, in one process, on the same
 random states; per robot the medians and the ratios ours/Pinocchio (one state; a batch, per state),
 the first linearization after process start (warm compile cache, and cold: empty cache), and peak

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Where a cold compile's time goes: `sva-linearizer compile --report`.
 
 Runs the warm-up of every compile group in a fresh process with an empty numba cache (a temporary

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Every public output on fixed random states, saved to an npz, and two such files compared: the
 check that a change leaves the numbers as they were (run the saving half on each version).
 

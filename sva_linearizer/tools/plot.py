@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Pictures of a linearization: the sparsity of A and B with the blocks of z labelled, and the
 eigenvalues of A in the complex plane (``sva-linearizer plot``).
 

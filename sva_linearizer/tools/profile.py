@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """`sva-linearizer profile`: where one linearization's time goes, stage by stage, and how far each
 stage runs from the machine's floating-point peak.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Checks shared by the real-middleware tests (test_ros_dds.py, test_ros_rclpy.py,
 test_ros_interop.py): each takes a started Harness, so the same check runs on every pairing of
 node transport and peer."""

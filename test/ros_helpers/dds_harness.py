@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Real-DDS test harness: the node as a separate process, a publisher/receiver in the test process,
 both on a private loopback-only domain and a private namespace. Everything is time-bounded and the
 node is always stopped (SIGTERM, then SIGKILL).

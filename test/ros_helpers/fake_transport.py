@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """An in-memory transport with the interface of sva_linearizer.ros.transport (for in-process tests)."""
 from sva_linearizer.ros import dds_types
 from sva_linearizer.ros.messages import types_namespace

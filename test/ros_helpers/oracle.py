@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Pinocchio as an independent oracle (see the thesis notes, section 2), in our conventions and our
 joint order (joints matched by name):
 
