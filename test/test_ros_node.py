@@ -557,7 +557,7 @@ def test_forces_as_inputs_give_B_with_force_columns():
     np.testing.assert_array_equal(_last(rb, "linearization/A"), lin.A)
     rec = rb.record()
     assert rec.mode == "forces" and rec.contacts == (("FL_FOOT", 3), ("FR_FOOT", 3), ("HL_FOOT", 6), ("HR_FOOT", 3))
-    assert rec.forces is None and rec.nw == 12 + 15 and rec.m == 15
+    assert rec.forces is None and rec.nw == 12 + 15 and rec.m == 0       # m: constraint rows (none)
     np.testing.assert_array_equal(rec.input_forces, np.concatenate(fs))
     np.testing.assert_array_equal(rec.B, lin.B)
     # bad force samples are dropped; a stale force stops the publication
@@ -655,3 +655,47 @@ def test_diagnostics_report_rates_latency_drops_and_kernels():
     values = {kv.key: kv.value for kv in st.values}
     assert st.level == 1 and "NaN" in st.message and values["dropped since the last report"] == "1"
     assert "joint_states_values 1" in values["dropped by reason"]
+
+
+def test_loops_from_parameters_enter_the_record():
+    """loop_frames_a/_b (and the per-loop arrays): the loops are constraints beside the active
+    contacts, always active; the record's forces are the contacts' then the loops', A, B and the
+    forces those of sl.linearize with the same constraints, and the description lists the loops."""
+    rb = Robot({"robot": "solo12", "warn_period": 0, "contact_frames": ["FR_FOOT"],
+                "contact_references": "world_aligned", "loop_frames_a": ["FL_FOOT"],
+                "loop_frames_b": ["HL_FOOT"], "loop_kinds": ["point"],
+                "loop_baumgarte_kd": [2.0], "dt": 0.01})
+    x, stamp = rb.send()
+    st = sl.State.from_vectors(rb.model, np.r_[x["p"], x["quat"], x["s"]], np.r_[x["twist"], x["r"]])
+    cons = [sl.Contact("FR_FOOT", reference="world_aligned"), sl.Loop("FL_FOOT", "HL_FOOT", baumgarte=(0.0, 2.0))]
+    lin = sl.linearize(rb.model, st, x["tau"], contacts=cons, dt=0.01)
+    rec = rb.record()
+    assert rec.m == 6 and rec.contacts == (("FR_FOOT", 3),) and rec.loops == (("FL_FOOT", "HL_FOOT", 3),)
+    for got, want in ((rec.A, lin.A), (rec.B, lin.B), (rec.forces, lin.forces), (rec.dforces_dz, lin.dforces_dz),
+                      (rec.Ad, lin.Ad), (rec.nu_dot, lin.nu_dot)):
+        np.testing.assert_array_equal(got, want)
+    with pytest.raises(ValueError, match="loop_frames_b: 0 frames for 1 loop_frames_a"):
+        normalize_parameters({"loop_frames_a": ["a"]})
+    with pytest.raises(ValueError, match="loop 1 .*kind must be one of"):
+        normalize_parameters({"loop_frames_a": ["a"], "loop_frames_b": ["b"], "loop_kinds": ["hinge"]})
+    with pytest.raises(ModelLoadError, match="'NO_SUCH' not a frame"):
+        LinearizerNode(FakeTransport(), {"robot": "solo12", "loop_frames_a": ["NO_SUCH"], "loop_frames_b": ["FL_FOOT"]})
+
+
+def test_mimic_parameter_couples_the_joints():
+    """mimic: true: the model's joints are panda's independent ones (the mimic finger leaves the
+    state); a joint state that also names the mimic joint (as robot_state_publisher's inputs do)
+    is accepted, the record's A equals sl.linearize on the coupled model."""
+    rb = Robot({"robot": "panda", "warn_period": 0, "mimic": True})
+    assert "panda_finger_joint2" not in rb.model.joint_names and "panda_finger_joint1" in rb.model.joint_names
+    x = rb.state()
+    names = list(rb.model.joint_names) + ["panda_finger_joint2"]
+    T = rb.T
+    s = np.r_[x["s"], 0.01]
+    T.deliver("joint_states", joint_state_msg(T.types, rb.t + SEC, names, s, np.r_[x["r"], 0.0],
+                                              np.r_[x["tau"], 0.0]))
+    assert rb.count() == 1, rb.warnings()
+    np.testing.assert_array_equal(rb.record().A, rb.expected(x).A)
+    assert rb.record().description.joint_names == tuple(rb.model.joint_names)
+    with pytest.raises(ValueError, match="mimic: a model with coupled mimic joints takes no contacts or loops"):
+        normalize_parameters({"mimic": True, "contact_frames": ["a"]})

@@ -62,7 +62,7 @@ from sva_linearizer.labels import z_names
 
 from .log import Throttle
 from .messages import TOPIC_A, TOPIC_B, joint_state_msg, make_time, matrix_to_msg, odometry_msg, stamp_to_ns
-from .parameters import contact_specs, normalize_parameters
+from .parameters import contact_specs, loop_specs, normalize_parameters
 from .qos import (QOS_CONTACTS, QOS_DESCRIPTION, QOS_FORCES, QOS_ODOM, QOS_OUTPUT, QOS_STATE,  # noqa: F401
                   QOS_STATE_PUB)
 from .record import (TOPIC_DESCRIPTION, TOPIC_POINT_JOINTS, TOPIC_POINT_ODOM, TOPIC_RECORD, description_json,
@@ -217,6 +217,7 @@ class LinearizerNode:
         # contacts: the configured ones (sl.Contact, frames checked when the model is built), the
         # buffered contact sets (tuples of bools in configuration order) and forces (per frame)
         self.contacts = contact_specs(p)
+        self.loops = loop_specs(p)
         self._contact_index = {c.frame: i for i, c in enumerate(self.contacts)}
         self._contact_sets = StampedBuffer("contacts", "contact set", "max_contacts_age",
                                            "contacts: no contact set yet")
@@ -293,9 +294,10 @@ class LinearizerNode:
                 value = str(robot_urdf_path(value))
             elif source == "robot_description" and not value.strip():
                 raise ValueError("empty string")
-            model = sl.load_urdf(value, floating_base=p["floating_base"], gravity=p["gravity"])
+            model = sl.load_urdf(value, floating_base=p["floating_base"], gravity=p["gravity"], mimic=p["mimic"])
             known = set(model.frame_names)
             unknown = [c.frame for c in self.contacts if c.frame not in known]
+            unknown += [f for lp in self.loops for f in (lp.frame_a, lp.frame_b) if f not in known]
             if unknown:
                 raise ValueError("contact_frames: " + ", ".join(f"'{f}'" for f in unknown)
                                  + " not a frame (link) of this model")
@@ -317,15 +319,15 @@ class LinearizerNode:
         except Exception as e:
             self.log.warning(f"model from {source}: linearization at the zero state failed "
                              f"({type(e).__name__}: {e}); states will be tried as they come")
-        if self.contacts:
+        if self.contacts or self.loops:
             # the contact kernels too; the zero state may be singular for the contact set (a
             # straight leg), which is no reason to warn: only the compilation is wanted here
             try:
                 z = sl.State(model)
                 if p["contact_mode"] == "rigid":
-                    sl.linearize(model, z, np.zeros(model.nj), contacts=self.contacts)
+                    sl.linearize(model, z, np.zeros(model.nj), contacts=self.contacts + self.loops)
                 else:
-                    sl.linearize(model, z, np.zeros(model.nj),
+                    sl.linearize(model, z, np.zeros(model.nj), contacts=self.loops or None,
                                  forces=[(c, np.zeros(c.dim)) for c in self.contacts])
             except Exception:
                 pass
@@ -335,7 +337,7 @@ class LinearizerNode:
         self.description_id += 1
         self._description = description_json(
             self.description_id, model, z_names(model), self.contacts, p["contact_mode"], p["dt"],
-            sorted(self._omit), self._base_frame)
+            sorted(self._omit), self._base_frame, self.loops)
         self._pub_description.publish(self._types.String(data=self._description))
         self._index = {n: i for i, n in enumerate(model.joint_names)}
         self._perm_cache.clear()
@@ -387,7 +389,8 @@ class LinearizerNode:
             if n in pos:
                 return f"joint_states: duplicate joint '{n}'"
             pos[n] = k
-        unknown = [n for n in names if n not in self._index]
+        coupled = getattr(self.model, "mimic", {})       # mimic joints follow their parents: not inputs
+        unknown = [n for n in names if n not in self._index and n not in coupled]
         if unknown and not self.params["ignore_unknown_joints"]:
             return "joint_states: unknown joint " + ", ".join(f"'{n}'" for n in unknown[:5])
         missing = [n for n in self.model.joint_names if n not in pos]
@@ -582,22 +585,25 @@ class LinearizerNode:
         try:
             state = sl.State.from_vectors(model, q, v)
             if forces is not None:
-                lin = sl.linearize(model, state, tau, forces=list(zip(active, forces)), dt=dt or None)
+                lin = sl.linearize(model, state, tau, contacts=self.loops or None, forces=list(zip(active, forces)),
+                                   dt=dt or None)
             else:
-                lin = sl.linearize(model, state, tau, contacts=active, dt=dt or None)
+                lin = sl.linearize(model, state, tau, contacts=list(active or ()) + self.loops, dt=dt or None)
             nxt = sl.next_state(model, state, lin.nu_dot, dt) if dt else None
         except Exception as e:
             return self._reject("linearize", f"linearization failed: {type(e).__name__}: {e}")
         parts = {"q": state.q, "v": state.v, "tau": tau, "nu_dot": lin.nu_dot, "A": lin.A, "B": lin.B}
-        m = 0
+        # the constraint forces: the active rigid contacts', then the loops' (always active)
+        m = sum(lp.dim for lp in self.loops)
         if self.contacts:
             on = set(id(c) for c in active)
             parts["active"] = np.array([1.0 if id(c) in on else 0.0 for c in self.contacts])
-            m = sum(c.dim for c in active)
             if forces is not None:
                 parts["input_forces"] = np.concatenate(forces) if forces else np.zeros(0)
-            elif active:
-                parts.update(forces=lin.forces, dforces_dz=lin.dforces_dz, dforces_dtau=lin.dforces_dtau)
+            else:
+                m += sum(c.dim for c in active)
+        if m:
+            parts.update(forces=lin.forces, dforces_dz=lin.dforces_dz, dforces_dtau=lin.dforces_dtau)
         if nxt is not None:
             parts.update(Ad=lin.Ad, Bd=lin.Bd, q_next=nxt.q, v_next=nxt.v)
         for name in self._omit:

@@ -56,6 +56,18 @@ DEFAULT_PARAMETERS = {
     "contacts_topic": "contacts",              # sensor_msgs/JointState: the active contact set
     "contact_forces_topic": "contact_forces",  # geometry_msgs/WrenchStamped per contact (mode forces)
     "max_contacts_age": 0.1,      # s, |joint state stamp - contact set / force stamp| allowed
+    # closed loops (docs/loops.md), always active: parallel arrays, one entry per loop (per-loop arrays
+    # also take one entry for all, or none for the default), and mimic joints
+    "loop_frames_a": [],          # the first frame of each loop
+    "loop_frames_b": [],          # the second frame of each loop
+    "loop_kinds": [],             # "point" | "revolute" | "6d"; default point
+    "loop_references": [],        # "local" | "world_aligned"; default local
+    "loop_offsets_a": [],         # 3 per loop, in frame_a; default zeros
+    "loop_offsets_b": [],         # 3 per loop, in frame_b; default zeros
+    "loop_axes": [],              # 3 per loop: the revolute loop's free axis in frame_a; default z
+    "loop_baumgarte_kp": [],      # Baumgarte Kp per loop; default 0.0
+    "loop_baumgarte_kd": [],      # Baumgarte Kd per loop; default 0.0
+    "mimic": False,               # couple the URDF's mimic joints to their parents (their DoFs leave the state)
     # the output (docs/ros.md, "The linearization record")
     "dt": 0.0,                    # s; > 0: the record also holds Ad, Bd and the predicted next state
     "record_omit": [],            # sections left out of the record (bandwidth), e.g. [Ad, Bd]
@@ -78,6 +90,10 @@ PARAMETER_TYPES = {
     "contact_baumgarte_kd": "double_array", "contact_mode": "string", "contacts_default_active": "bool",
     "contacts_topic": "string", "contact_forces_topic": "string", "max_contacts_age": "double",
     "dt": "double", "record_omit": "string_array", "publish_point": "bool", "publish_a_b": "bool",
+    "loop_frames_a": "string_array", "loop_frames_b": "string_array", "loop_kinds": "string_array",
+    "loop_references": "string_array", "loop_offsets_a": "double_array", "loop_offsets_b": "double_array",
+    "loop_axes": "double_array", "loop_baumgarte_kp": "double_array", "loop_baumgarte_kd": "double_array",
+    "mimic": "bool",
 }
 
 
@@ -115,6 +131,16 @@ PARAMETER_DESCRIPTIONS = {
     "record_omit": "sections left out of the linearization record",
     "publish_point": "also publish the point as linearization/point/joint_state and /odom",
     "publish_a_b": "also publish A and B alone on linearization/A and /B",
+    "loop_frames_a": "the first frame of each closed loop (always active)",
+    "loop_frames_b": "the second frame of each closed loop",
+    "loop_kinds": "point, revolute or 6d per loop (one entry: all; none: point)",
+    "loop_references": "local or world_aligned per loop (one entry: all; none: local)",
+    "loop_offsets_a": "3 per loop, the point in frame_a (one triple: all; none: zeros)",
+    "loop_offsets_b": "3 per loop, the point in frame_b (one triple: all; none: zeros)",
+    "loop_axes": "3 per loop, a revolute loop's free axis in frame_a (one triple: all; none: z)",
+    "loop_baumgarte_kp": "Baumgarte Kp per loop (one entry: all; none: 0)",
+    "loop_baumgarte_kd": "Baumgarte Kd per loop (one entry: all; none: 0)",
+    "mimic": "couple the URDF's mimic joints to their parents: the state's joints are the independent ones",
 }
 
 #: The ranges of the numeric parameters (from, to), as their descriptors declare them.
@@ -212,6 +238,30 @@ def contact_specs(p: dict) -> list:
             for f, k, r, o, kp, kd in zip(frames, kinds, refs, offsets, gains_kp, gains_kd)]
 
 
+def loop_specs(p: dict) -> list:
+    """The configured closed loops as sl.Loop objects (in loop_frames_a order), from normalized
+    parameters; raises ValueError naming the bad parameter. Frames are checked against the model."""
+    a, b = p["loop_frames_a"], p["loop_frames_b"]
+    if len(a) != len(b):
+        raise ValueError(f"parameter loop_frames_b: {len(b)} frames for {len(a)} loop_frames_a (one each)")
+    n = len(a)
+    kinds = _per_contact(p["loop_kinds"], n, "loop_kinds", "point")
+    refs = _per_contact(p["loop_references"], n, "loop_references", "local")
+    off_a = _per_contact(p["loop_offsets_a"], n, "loop_offsets_a", [0.0, 0.0, 0.0], width=3)
+    off_b = _per_contact(p["loop_offsets_b"], n, "loop_offsets_b", [0.0, 0.0, 0.0], width=3)
+    axes = _per_contact(p["loop_axes"], n, "loop_axes", [0.0, 0.0, 1.0], width=3)
+    kp = _per_contact(p["loop_baumgarte_kp"], n, "loop_baumgarte_kp", 0.0)
+    kd = _per_contact(p["loop_baumgarte_kd"], n, "loop_baumgarte_kd", 0.0)
+    loops = []
+    for i in range(n):
+        try:
+            loops.append(sl.Loop(a[i], b[i], kind=kinds[i], offset_a=off_a[i], offset_b=off_b[i], axis=axes[i],
+                                 reference=refs[i], baumgarte=(kp[i], kd[i])))
+        except ValueError as e:
+            raise ValueError(f"parameters loop_*: loop {i + 1} ({a[i]!r}, {b[i]!r}): {e}") from None
+    return loops
+
+
 _TYPE_NAMES = {"string": "a string", "bool": "true or false", "double": "a number",
                "string_array": "a list of strings", "double_array": "a list of numbers"}
 
@@ -274,13 +324,16 @@ def normalize_parameters(params: dict) -> dict:
             except ValueError:
                 pass  # unknown name: reported when the model is built
     for k in ("floating_base", "ignore_unknown_joints", "allow_empty_velocity_effort", "contacts_default_active",
-              "publish_point", "publish_a_b"):
+              "publish_point", "publish_a_b", "mimic"):
         p[k] = _as_bool(p[k], k)
     for k in ("max_rate", "max_odom_age", "quaternion_tolerance", "time_reset_threshold", "warn_period",
               "max_contacts_age", "dt"):
         p[k] = _as_float(p[k], k)
-    for k in ("contact_frames", "contact_kinds", "contact_references", "record_omit"):
+    for k in ("contact_frames", "contact_kinds", "contact_references", "record_omit", "loop_frames_a",
+              "loop_frames_b", "loop_kinds", "loop_references"):
         p[k] = _as_list(p[k], k, str)
+    for k in ("loop_offsets_a", "loop_offsets_b", "loop_axes", "loop_baumgarte_kp", "loop_baumgarte_kd"):
+        p[k] = _as_list(p[k], k, float)
     unknown = [x for x in p["record_omit"] if x not in SECTIONS]
     if unknown:
         raise ValueError(f"parameter record_omit: unknown section(s) {', '.join(unknown)} (the record's "
@@ -290,6 +343,10 @@ def normalize_parameters(params: dict) -> dict:
     if p["contact_mode"] not in ("rigid", "forces"):
         raise ValueError(f"parameter contact_mode: expected rigid or forces, got {p['contact_mode']!r}")
     contact_specs(p)
+    loop_specs(p)
+    if p["mimic"] and (p["contact_frames"] or p["loop_frames_a"]):
+        raise ValueError("parameter mimic: a model with coupled mimic joints takes no contacts or loops "
+                         "(contact_frames, loop_frames_a must be empty)")
     try:
         gravity = [float(x) for x in p["gravity"]]
     except (TypeError, ValueError):

@@ -9,7 +9,7 @@ definition a consumer in any language is written from):
 
     data[0]  format (RECORD_FORMAT)        data[6]  nj: joints
     data[1]  description id                data[7]  nw: columns of B (nj, plus m with forces as inputs)
-    data[2]  seq (1, 2, ... per node)      data[8]  m: rows of the contact forces (active contacts)
+    data[2]  seq (1, 2, ... per node)      data[8]  m: rows of the constraint forces (contacts, loops)
     data[3]  stamp: sec                    data[9]  dt (0: continuous time only)
     data[4]  stamp: nanosec                data[10] S: number of sections (len(SECTIONS))
     data[5]  nv                            data[11 + 2k], data[12 + 2k]: offset and length of SECTIONS[k]
@@ -45,11 +45,12 @@ HEADER = ("format", "description", "seq", "stamp_sec", "stamp_nanosec", "nv", "n
 #: The sections, in the order of the table of contents; sizes with nq = nv + 1 (floating base) or nv
 #: (fixed base), C = the number of configured contacts:
 #:   q (nq), v (nv), tau (nj): the point (flat vectors as State.from_vectors takes them);
-#:   active (C): 1.0 / 0.0 per configured contact; input_forces (m): the forces the node was given
+#:   active (C): 1.0 / 0.0 per configured contact; input_forces (nw - nj): the forces the node was given
 #:   (contact_mode forces); nu_dot (nv): the acceleration at the point (the drift's lower half);
 #:   A (2nv x 2nv), B (2nv x nw); Ad, Bd (with dt > 0); q_next (nq), v_next (nv): the state the
 #:   step of dt predicts from the point (sva_linearizer.next_state); forces (m), dforces_dz (m x 2nv),
-#:   dforces_dtau (m x nj): rigid contacts' forces on the robot and their derivatives.
+#:   dforces_dtau (m x nj): the constraint forces (the active rigid contacts', then the loops') and
+#:   their derivatives.
 SECTIONS = ("q", "v", "tau", "active", "input_forces", "nu_dot", "A", "B", "Ad", "Bd", "q_next", "v_next",
             "forces", "dforces_dz", "dforces_dtau")
 HEADER_SIZE = len(HEADER) + 2 * len(SECTIONS)
@@ -108,6 +109,7 @@ class RecordDescription:
     dt: float
     omitted: tuple
     raw: dict = field(repr=False, default_factory=dict)
+    loops: tuple = ()      # ({"frame_a", "frame_b", "kind", "dim", "reference", ...}, ...): always active
 
     @classmethod
     def from_json(cls, text: str) -> "RecordDescription":
@@ -117,11 +119,12 @@ class RecordDescription:
                              f"{RECORD_FORMAT}")
         return cls(int(d["id"]), tuple(d["joint_names"]), bool(d["floating_base"]), d["base_frame"],
                    int(d["nq"]), int(d["nv"]), int(d["nj"]), tuple(d["z"]), d.get("contact_mode"),
-                   tuple(d.get("contacts", ())), float(d["dt"]), tuple(d.get("omitted", ())), d)
+                   tuple(d.get("contacts", ())), float(d["dt"]), tuple(d.get("omitted", ())), d,
+                   tuple(d.get("loops", ())))
 
 
 def description_json(description_id: int, model, z_names, contacts=(), contact_mode=None, dt=0.0,
-                     omitted=(), base_frame: str | None = None) -> str:
+                     omitted=(), base_frame: str | None = None, loops=()) -> str:
     """The JSON text of ``linearization/description`` for a model and the node's configuration
     (base_frame: the odometry's child frame, default the model's root link)."""
     nq = model.nv + 1 if model.floating_base else model.nv
@@ -135,6 +138,10 @@ def description_json(description_id: int, model, z_names, contacts=(), contact_m
         "contacts": [{"frame": c.frame, "kind": c.kind, "dim": c.dim, "reference": c.reference,
                       "offset": [float(x) for x in c.offset], "baumgarte": [float(x) for x in c.baumgarte]}
                      for c in contacts],
+        "loops": [{"frame_a": lp.frame_a, "frame_b": lp.frame_b, "kind": lp.kind, "dim": lp.dim,
+                   "reference": lp.reference, "offset_a": [float(x) for x in lp.offset_a],
+                   "offset_b": [float(x) for x in lp.offset_b], "axis": [float(x) for x in lp.axis],
+                   "baumgarte": [float(x) for x in lp.baumgarte]} for lp in loops],
         "dt": float(dt), "sections": list(SECTIONS), "omitted": list(omitted),
     })
 
@@ -180,6 +187,11 @@ class Record:
         return self.description.contact_mode
 
     @property
+    def loops(self) -> tuple:
+        """The loops [(frame_a, frame_b, dim)], always active; their forces follow the contacts'."""
+        return tuple((lp["frame_a"], lp["frame_b"], int(lp["dim"])) for lp in self.description.loops)
+
+    @property
     def f0(self) -> np.ndarray | None:
         """z_dot at the point: [v; nu_dot] (2nv)."""
         if self.v is None or self.nu_dot is None:
@@ -189,7 +201,7 @@ class Record:
 
 def _shapes(description: RecordDescription, nv: int, nj: int, nw: int, m: int) -> dict:
     n2, nq = 2 * nv, description.nq
-    return {"q": (nq,), "v": (nv,), "tau": (nj,), "active": (len(description.contacts),), "input_forces": (m,),
+    return {"q": (nq,), "v": (nv,), "tau": (nj,), "active": (len(description.contacts),), "input_forces": (nw - nj,),
             "nu_dot": (nv,), "A": (n2, n2), "B": (n2, nw), "Ad": (n2, n2), "Bd": (n2, nw), "q_next": (nq,),
             "v_next": (nv,), "forces": (m,), "dforces_dz": (m, n2), "dforces_dtau": (m, nj)}
 
