@@ -136,6 +136,20 @@ def pin_fd(model, pm, cms, q, v, tau, h=1e-6):
         bt_l.append((out[0][1] - out[1][1]) / 2)
     return (np.array(cols_a).T, np.array(bt_a).T, np.array(cols_l).T, np.array(bt_l).T)
 
+def assert_floating_matches_pinocchio(model, pm, q, v, tau, cons):
+    """A floating-base linearization with the constraints `cons` against central differences of
+    Pinocchio's constraintDynamics (nu_dot, forces, A and B's lower rows, the forces' derivatives)."""
+    lin = sl.linearize(model, sl.State.from_vectors(model, q, v), tau, contacts=cons)
+    nv = model.nv
+    taup = np.r_[np.zeros(6), tau]
+    cms = pin_models(pm, q, cons)
+    ddq, lam = pin_forward(pm, cms, q, v, taup)
+    A_low, B_low, dl_dz, dl_dtau = pin_fd(model, pm, cms, q, v, taup)
+    E = {"nu_dot": rel(lin.nu_dot, ddq), "lam": rel(lin.forces, lam), "A": rel(lin.A[nv:], A_low),
+         "B": rel(lin.B[nv:], B_low), "dl_dz": rel(lin.dforces_dz, dl_dz), "dl_dtau": rel(lin.dforces_dtau, dl_dtau)}
+    assert max(E.values()) < 1e-6, E
+
+
 
 def rel(X, Y, floor=1e-300):
     """max|X - Y| / max|Y| (or / floor when larger: the scale of a quantity that vanishes, e.g. B
@@ -236,17 +250,7 @@ def test_spatial_linkage_on_floating_base_against_pinocchio(tmp_path, kind, refe
     off_b = Mb.rotation.T @ (Ma.rotation @ off_a + Ma.translation - Mb.translation)   # closed at q
     loop = sl.Loop("a4", "b3", kind, offset_a=off_a, offset_b=off_b, reference=reference, baumgarte=(10.0, 3.0))
     cons = [sl.Contact("base", "6d", reference, baumgarte=(0.0, 2.0)), loop]
-    st = sl.State.from_vectors(model, q, v)
-    tau = rng.normal(size=model.nj)
-    lin = sl.linearize(model, st, tau, contacts=cons)
-    nv = model.nv
-    taup = np.r_[np.zeros(6), tau]
-    cms = pin_models(pm, q, cons)
-    ddq, lam = pin_forward(pm, cms, q, v, taup)
-    A_low, B_low, dl_dz, dl_dtau = pin_fd(model, pm, cms, q, v, taup)
-    E = {"nu_dot": rel(lin.nu_dot, ddq), "lam": rel(lin.forces, lam), "A": rel(lin.A[nv:], A_low),
-         "B": rel(lin.B[nv:], B_low), "dl_dz": rel(lin.dforces_dz, dl_dz), "dl_dtau": rel(lin.dforces_dtau, dl_dtau)}
-    assert max(E.values()) < 1e-6, E
+    assert_floating_matches_pinocchio(model, pm, q, v, rng.normal(size=model.nj), cons)
 
 
 @pytest.mark.parametrize("floating", [False, True])
@@ -519,17 +523,7 @@ def test_cassie_like_leg_against_pinocchio(tmp_path):
     rng = np.random.default_rng(31)
     model, pm, q, v, cons = cassie_like(tmp_path, rng)
     assert model.joint_names == [pm.names[i] for i in range(2, pm.njoints)]
-    st = sl.State.from_vectors(model, q, v)
-    tau = rng.normal(size=model.nj)
-    lin = sl.linearize(model, st, tau, contacts=cons)
-    nv = model.nv
-    taup = np.r_[np.zeros(6), tau]
-    cms = pin_models(pm, q, cons)
-    ddq, lam = pin_forward(pm, cms, q, v, taup)
-    A_low, B_low, dl_dz, dl_dtau = pin_fd(model, pm, cms, q, v, taup)
-    E = {"nu_dot": rel(lin.nu_dot, ddq), "lam": rel(lin.forces, lam), "A": rel(lin.A[nv:], A_low),
-         "B": rel(lin.B[nv:], B_low), "dl_dz": rel(lin.dforces_dz, dl_dz), "dl_dtau": rel(lin.dforces_dtau, dl_dtau)}
-    assert max(E.values()) < 1e-6, E
+    assert_floating_matches_pinocchio(model, pm, q, v, rng.normal(size=model.nj), cons)
 
 
 def test_humanoid_with_ankle_rods_against_pinocchio(tmp_path):
