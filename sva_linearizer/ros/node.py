@@ -615,7 +615,8 @@ class LinearizerNode:
                                              f"(nothing published for this state)")
         seconds = time.perf_counter() - t0
         self.compute_s += seconds
-        compiling = any(group_state(g) == "compiling" for g in (("core", "contacts") if active else ("core",)))
+        compiling = any(group_state(g) == "compiling"
+                        for g in (("core", "contacts") if active or self.loops else ("core",)))
         self._plain_until = t0 + seconds / PLAIN_DUTY if compiling else 0.0
         self._publish(stamp, model, parts, lin.B.shape[1], m, dt, odom, s, r, tau, lin)
         self._last_stamp = stamp
@@ -647,7 +648,7 @@ class LinearizerNode:
         w, self._window = self._window, _Window(now)
         span = max((now - w.start_ns) * 1e-9, 1e-9)
         lat = np.array(w.latencies) if w.latencies else None
-        groups = ("core", "contacts") if self.contacts else ("core",)
+        groups = ("core", "contacts") if self.contacts or self.loops else ("core",)
         kernels = {g: _KERNEL_STATES.get(group_state(g), "not used yet") for g in groups}
         model = self.model
         values = {
