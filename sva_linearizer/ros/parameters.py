@@ -195,7 +195,7 @@ def _as_list(v, name, kind):
     return out
 
 
-def _per_contact(values, n, name, default, width=1):
+def _per_contact(values, n, name, default, width=1, of="contact_frames"):
     """A per-contact array: none (default), one entry (for all), or one per contact frame."""
     k = len(values) // width if len(values) % width == 0 else -1
     if k == 0:
@@ -205,7 +205,7 @@ def _per_contact(values, n, name, default, width=1):
     if k == n:
         return [values[i * width:(i + 1) * width] if width > 1 else values[i] for i in range(n)]
     what = f"{len(values)} values ({width} per contact)" if width > 1 else f"{len(values)} values"
-    raise ValueError(f"parameter {name}: {what} for {n} contact_frames (give one per contact, one for all, "
+    raise ValueError(f"parameter {name}: {what} for {n} {of} (give one per entry, one for all, "
                      f"or none for the default)")
 
 
@@ -245,13 +245,13 @@ def loop_specs(p: dict) -> list:
     if len(a) != len(b):
         raise ValueError(f"parameter loop_frames_b: {len(b)} frames for {len(a)} loop_frames_a (one each)")
     n = len(a)
-    kinds = _per_contact(p["loop_kinds"], n, "loop_kinds", "point")
-    refs = _per_contact(p["loop_references"], n, "loop_references", "local")
-    off_a = _per_contact(p["loop_offsets_a"], n, "loop_offsets_a", [0.0, 0.0, 0.0], width=3)
-    off_b = _per_contact(p["loop_offsets_b"], n, "loop_offsets_b", [0.0, 0.0, 0.0], width=3)
-    axes = _per_contact(p["loop_axes"], n, "loop_axes", [0.0, 0.0, 1.0], width=3)
-    kp = _per_contact(p["loop_baumgarte_kp"], n, "loop_baumgarte_kp", 0.0)
-    kd = _per_contact(p["loop_baumgarte_kd"], n, "loop_baumgarte_kd", 0.0)
+    kinds = _per_contact(p["loop_kinds"], n, "loop_kinds", "point", of="loop_frames_a")
+    refs = _per_contact(p["loop_references"], n, "loop_references", "local", of="loop_frames_a")
+    off_a = _per_contact(p["loop_offsets_a"], n, "loop_offsets_a", [0.0, 0.0, 0.0], width=3, of="loop_frames_a")
+    off_b = _per_contact(p["loop_offsets_b"], n, "loop_offsets_b", [0.0, 0.0, 0.0], width=3, of="loop_frames_a")
+    axes = _per_contact(p["loop_axes"], n, "loop_axes", [0.0, 0.0, 1.0], width=3, of="loop_frames_a")
+    kp = _per_contact(p["loop_baumgarte_kp"], n, "loop_baumgarte_kp", 0.0, of="loop_frames_a")
+    kd = _per_contact(p["loop_baumgarte_kd"], n, "loop_baumgarte_kd", 0.0, of="loop_frames_a")
     loops = []
     for i in range(n):
         try:
