@@ -168,6 +168,11 @@ def _say(text: str) -> None:
         pass
 
 
+def compiled(group: str) -> bool:
+    """Whether calls of the group's kernels take compiled code now (False without numba)."""
+    return HAVE_NUMBA and _compiled(group)
+
+
 def _compiled(group: str) -> bool:
     """Whether calls of the group's kernels take compiled code now (deciding it on first use)."""
     if group == PLAIN_ONLY:

@@ -36,6 +36,7 @@ No allocation; outputs may alias inputs only where a docstring says so.
 """
 import numpy as np
 
+from ._lanes import all_lanes
 from ._jit import njit
 
 @njit(inline="always")
@@ -586,7 +587,7 @@ def inv_spd6(A, out, T):
             for m in range(c):
                 acc -= T[i, m] * T[c, m]
             if i == c:
-                if not acc > 1e-12 * scale:
+                if not all_lanes(acc > 1e-12 * scale):
                     return False
                 T[i, i] = np.sqrt(acc)
             else:

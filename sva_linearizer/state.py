@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from ._lanes import all_lanes, any_lane
 from ._jit import direct, is_direct, njit
 from ._arrays import kernel_array, real_array
 from .spatial import matrix_to_quat, quat_to_matrix
@@ -218,19 +219,19 @@ def check_vectors(q, v, tau, floating, tol):
     """0 if q, v, tau are finite and (floating base) q[3:7] has unit norm; 4 if that norm is within
     tol of 1 (normalise it), else 1 (something to report: see input_error)."""
     for i in range(q.shape[0]):
-        if not math.isfinite(q[i]):
+        if not all_lanes(math.isfinite(q[i])):
             return 1
     for i in range(v.shape[0]):
-        if not math.isfinite(v[i]):
+        if not all_lanes(math.isfinite(v[i])):
             return 1
     for i in range(tau.shape[0]):
-        if not math.isfinite(tau[i]):
+        if not all_lanes(math.isfinite(tau[i])):
             return 1
     if floating:
         nrm = math.sqrt(q[3] * q[3] + q[4] * q[4] + q[5] * q[5] + q[6] * q[6])
-        if abs(nrm - 1.0) > tol:
+        if any_lane(abs(nrm - 1.0) > tol):
             return 1
-        if nrm != 1.0:
+        if any_lane(nrm != 1.0):
             return 4
     return 0
 

@@ -200,12 +200,32 @@ def test_bench_command_runs_against_pinocchio(capsys):
     pytest.importorskip("pinocchio")
     from sva_linearizer.cli import main
 
-    assert main(["bench", "--robots", "ur5", "--batch", "4", "--repeat", "1", "--no-cold"]) == 0
+    assert main(["bench", "--robots", "ur5", "--batch", "4", "--repeat", "1", "--no-cold", "--horizon", "9",
+                 "--horizon-robots", "ur5", "--horizon-contact-robots", "go2"]) == 0
     out = capsys.readouterr().out
     assert "numba compiles for" in out.splitlines()[0]   # the ratios depend on the CPU: named
     line = [ln for ln in out.splitlines() if ln.startswith("ur5")][0]
     e = float(line.split("|")[-1])
     assert e < 1e-8   # the benchmark also checks that both sides computed the same A and B
+    # the horizon rows: ur5, and go2 on four feet; lanes, both sides' times, the ratios
+    horizon = out[out.index("a horizon of 9 states"):]
+    for robot, m in (("ur5", 0), ("go2", 12)):
+        cells = [ln for ln in horizon.splitlines() if ln.startswith(robot)][0].split("|")
+        assert int(cells[0].split()[2]) == m
+        lanes = int(cells[0].split()[3])
+        assert lanes >= 1
+        for part in cells[1:3]:
+            ours, pin, ratio = part.replace("us", "").replace("x", "").split()
+            assert float(ours) > 0 and float(pin) > 0 and float(ratio) > 0
+
+
+def test_bench_names_an_unknown_robot_before_running(capsys):
+    from sva_linearizer.cli import main
+
+    assert main(["bench", "--horizon-robots", "ur5,talos_full_v2", "--no-cold"]) == 2
+    out = capsys.readouterr()
+    assert out.out == ""            # nothing ran
+    assert "--horizon-robots: unknown robot 'talos_full_v2'" in out.err
 
 
 @pytest.mark.parametrize("floating", [True, False])

@@ -12,6 +12,7 @@ from numpy.typing import ArrayLike
 if TYPE_CHECKING:
     from ..model import Model
 
+from .._lanes import where
 from .._jit import PLAIN_ONLY, njit
 from ..layout import views
 from ..spatial_ops import congruence_add_s, dot6, mv
@@ -48,7 +49,7 @@ def articulated_step(m, d, k, tol):
     mv(IAk, Sk, Uk)
     Dk = dot6(Sk, Uk)
     d.Dd[k] = Dk
-    iD = 1.0 / Dk if Dk > tol else 0.0
+    iD = where(Dk > tol, 1.0 / Dk, 0.0)
     for i in range(6):
         ui = Uk[i] * iD
         for c in range(6):

@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 
+from .._lanes import any_lane
 from .._jit import njit
 from ..data import Data, get_data
 from ..state import State
@@ -22,7 +23,7 @@ def not_finite(x):
     of the results is one serial chain of additions (~4 cycles each: 0.5 us of solo12's 18 x 36
     A, 2 us of g1's 35 x 70) and can overflow on large finite results."""
     y = x - x
-    return y != y
+    return any_lane(y != y)
 
 
 def check_state(model, state) -> None:

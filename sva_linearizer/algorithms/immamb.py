@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from ..model import Model
     from ..state import State
 
+from .._lanes import any_lane
 from .._jit import njit
 from ..layout import kernel, views
 from ..spatial_ops import axis_blocks, inv_spd6, xblocks, xm_axis6, xt6, xt_add_s, xt_axis6
@@ -173,7 +174,7 @@ def immamb(m, d):
     tol = pivot_tolerance(m)
     for k in range(n, 0, -1):                                        # T4.6:6
         iD = articulated_step(m, d, k, tol)                          # T4.6:7-8, 13-14
-        if iD == 0.0:
+        if any_lane(iD == 0.0):
             return k
         up = lam[k] > 0 or floating                                  # T4.6:11; always (T4.7)
         Mrow = Minv[vidx[k], off:]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._lanes import any_lane
 from .._jit import njit
 from ..layout import kernel
 from ..joints import CUSTOM, HELICAL, PRISMATIC
@@ -71,7 +72,7 @@ def joint_transforms(m, d, s):
                     for c in range(3):
                         X[i + 3, c + 3] = X[i, c]
                 o0, o1, o2 = -pitch * q * e0, -pitch * q * e1, -pitch * q * e2
-            if o0 != 0.0 or o1 != 0.0 or o2 != 0.0:    # upper-right block o^ E
+            if any_lane(o0 != 0.0) or any_lane(o1 != 0.0) or any_lane(o2 != 0.0):    # upper-right block o^ E
                 for c in range(3):
                     E0, E1, E2 = X[0, c], X[1, c], X[2, c]
                     X[0, c + 3] = o1 * E2 - o2 * E1

@@ -1,15 +1,24 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """Many states in parallel: `linearize_batch`.
 
-The states are handed out in small chunks from a shared counter to worker threads (the calling
-thread among them), each running the compiled `batch_chunk` on a workspace of its own, with the
-GIL released (numba's nogil). A thread slowed down by other work on its core simply takes fewer
+The states are computed in lockstep groups of L (the machine's vector width in doubles: 8 with
+AVX-512, 4 with AVX2; _lanes.py): `batch_lanes` runs the one-state pipeline `linearize_state`
+compiled on Lanes, the states of a group interleaved in a workspace of L lanes, so that each
+instruction of the pipeline computes L states. The last group is filled up with copies of its
+last state. A group in which some state fails (a bad input, a singular mass matrix, an overflow)
+is computed again state by state with the one-state kernels, which give each state its own
+status and result.
+
+The groups are handed out from a shared counter to worker threads (the calling thread among
+them), each on a workspace of its own, with the GIL released (numba's nogil). A thread slowed down by other work on its core simply takes fewer
 chunks: a busy core costs its share, not the whole batch (a static split across numba's OpenMP
 threads made a batch 4-7x slower than the same states one by one on a loaded machine). The same
 mechanism serves any number of concurrent batches from several Python threads.
 
 Threads: SVA_LINEARIZER_NUM_THREADS, else the CPUs this process may run on; 1 without numba
-(the pure-Python kernels hold the GIL)."""
+(the pure-Python kernels hold the GIL). While the batch kernels are not compiled (numba absent,
+or their background compile still running) `batch_chunk` computes the states one at a time in
+plain Python around the one-state kernels."""
 from __future__ import annotations
 
 import itertools
@@ -25,9 +34,10 @@ from numpy.typing import ArrayLike
 if TYPE_CHECKING:
     from ..model import Model
 
-from .._jit import HAVE_NUMBA, decide_groups, njit
+from .._jit import HAVE_NUMBA, PLAIN_ONLY, compiled, decide_groups, direct, is_direct, njit
 from .._arrays import kernel_array, real_array
 from .._intrinsics import borrow
+from .._lanes import aligned_empty, as_lanes, lane_width
 
 COMPILE_GROUP = "batch"     # the compile group of this module's kernels (_jit)
 from ..coupling import is_coupled
@@ -79,18 +89,88 @@ def _run_workers(work, nthreads, groups):
         f.result()
 
 
-@njit
-def batch_chunk(ib, fb, Q, V, TAU, OA, OB, status, dt, SA, SB, lo, hi):
-    """linearize_state for rows lo..hi-1 of Q, V, TAU on the workspace fb: A, B into OA[i], OB[i];
-    with dt > 0, Ad, Bd into OA[i], OB[i] (A, B in the scratch SA, SB)."""
-    m, d, _ = views(ib, fb)
-    Q, V, TAU, OA, OB, status = borrow(Q), borrow(V), borrow(TAU), borrow(OA), borrow(OB), borrow(status)
-    SA, SB = borrow(SA), borrow(SB)
+@njit(inline="always")
+def _one_by_one(m, d, Q, V, TAU, OA, OB, status, dt, SA, SB, lo, hi):
+    """linearize_state for rows lo..hi-1 of Q, V, TAU: A, B into OA[i], OB[i]; with dt > 0, Ad, Bd
+    into OA[i], OB[i] (A, B in the scratch SA, SB)."""
     for i in range(lo, hi):
         if dt > 0.0:
             status[i] = linearize_state(m, d, Q[i], V[i], TAU[i], SA, SB, dt, OA[i], OB[i])
         else:
             status[i] = linearize_state(m, d, Q[i], V[i], TAU[i], OA[i], OB[i], 0.0, OA[i], OB[i])
+
+
+@njit(group=PLAIN_ONLY)
+def batch_chunk(ib, fb, Q, V, TAU, OA, OB, status, dt, SA, SB, lo, hi):
+    """_one_by_one on the workspace fb (the batch while batch_lanes is not compiled: plain Python
+    around the one-state kernels)."""
+    m, d, _ = views(ib, fb)
+    _one_by_one(m, d, Q, V, TAU, OA, OB, status, dt, SA, SB, lo, hi)
+
+
+@njit
+def batch_lanes(ib, fb, fbl, tag, Q, V, TAU, OA, OB, status, dt, SA, SB, lo, hi, QL, VL, TL, AL, BL, SAL, SBL):
+    """States lo..hi-1 in lockstep groups of L = len(tag) (`lane_group`)."""
+    Q, V, TAU, OA, OB, status = borrow(Q), borrow(V), borrow(TAU), borrow(OA), borrow(OB), borrow(status)
+    SA, SB = borrow(SA), borrow(SB)
+    ml, dl, _ = views(ib, as_lanes(fbl, tag))
+    q, v, tau = as_lanes(QL, tag), as_lanes(VL, tag), as_lanes(TL, tag)
+    A, B, SAl, SBl = as_lanes(AL, tag), as_lanes(BL, tag), as_lanes(SAL, tag), as_lanes(SBL, tag)
+    for g in range(lo, hi, len(tag)):
+        lane_group(ib, fb, ml, dl, Q, V, TAU, OA, OB, status, dt, SA, SB, g, min(hi, g + len(tag)),
+                   QL, VL, TL, AL, BL, q, v, tau, A, B, SAl, SBl)
+
+
+@njit(inline="always")
+def lane_group(ib, fb, ml, dl, Q, V, TAU, OA, OB, status, dt, SA, SB, lo, hi, QL, VL, TL, AL, BL,
+               q, v, tau, A, B, SAl, SBl):
+    """States lo..hi-1 (at most L) as one lockstep group: their q, v, tau interleaved into QL, VL,
+    TL (..., L) (the last state repeated to fill the group; q, v, tau: the same memory as Lanes),
+    linearize_state on the lane workspace (ml, dl), and each lane's A, B (Ad, Bd with dt > 0; A, B
+    then in SAl, SBl) copied out of AL, BL to OA[i], OB[i]. If the group fails, _one_by_one on the
+    one-state workspace fb gives every state its own status (SA, SB: its scratch)."""
+    width = QL.shape[QL.ndim - 1]
+    for lane in range(width):
+        i = min(lo + lane, hi - 1)
+        for j in range(Q.shape[1]):
+            QL[j, lane] = Q[i, j]
+        for j in range(V.shape[1]):
+            VL[j, lane] = V[i, j]
+        for j in range(TAU.shape[1]):
+            TL[j, lane] = TAU[i, j]
+    if dt > 0.0:
+        st = linearize_state(ml, dl, q, v, tau, SAl, SBl, dt, A, B)
+    else:
+        st = linearize_state(ml, dl, q, v, tau, A, B, 0.0, A, B)
+    if st != 0:
+        m, d, _ = views(ib, fb)
+        _one_by_one(m, d, Q, V, TAU, OA, OB, status, dt, SA, SB, lo, hi)
+        return
+    nx, nc, used = OB.shape[1], OB.shape[2], hi - lo
+    for lane in range(used):
+        status[lo + lane] = 0
+    for r in range(nx):         # each lane vector of AL, BL read once, its lanes to their states
+        for c in range(nx):
+            for lane in range(used):
+                OA[lo + lane, r, c] = AL[r, c, lane]
+        for c in range(nc):
+            for lane in range(used):
+                OB[lo + lane, r, c] = BL[r, c, lane]
+
+
+_LANES_ENTRY: dict = {}     # lane width -> batch_lanes's compiled code without dispatch (_jit.direct)
+
+
+def _lanes_entry(width, args):
+    """batch_lanes for its one signature at this width (the arrays linearize_batch passes: kernel_array's
+    and _out_arrays' C-contiguous float64, the workspaces' aligned ones), called without numba's
+    type dispatch (~0.1 us for each of its 22 arguments)."""
+    entry = _LANES_ENTRY.get(width)
+    if entry is None:
+        entry = direct(batch_lanes, *args)
+        if is_direct(entry, batch_lanes):
+            _LANES_ENTRY[width] = entry
+    return entry
 
 
 def _batch_arrays(model, q_batch, v_batch, tau_batch):
@@ -139,7 +219,8 @@ def linearize_batch(model: Model, q_batch: ArrayLike, v_batch: ArrayLike, tau_ba
     N = Q.shape[0]
     nv, nj = model.nv, model.nj
     nx = 2 * nv
-    check_fits(model, 8 * N * nx * (nx + nj), "output")
+    if out is None and N * nx * (nx + nj) > 2 ** 23:     # (reading the free memory costs ~20 us)
+        check_fits(model, 8 * N * nx * (nx + nj), "output")
     OA, OB = _out_arrays(out, (N, nx, nx), (N, nx, nj))
     if N == 0:
         return OA, OB
@@ -160,21 +241,42 @@ def linearize_batch(model: Model, q_batch: ArrayLike, v_batch: ArrayLike, tau_ba
             elif coupled:
                 OA[i], OB[i] = lin.A, lin.B
         return OA, OB
-    nthreads = min(num_threads(), N)
-    chunk = max(1, min(16, N // (8 * nthreads)))
+    decide_groups("batch")
+    lanes = compiled("batch")
+    width = lane_width() if lanes else 1
+    groups = -(-N // width)
+    nthreads = min(num_threads(), groups)
     counter = itertools.count()
     status = np.zeros(N, dtype=np.int64)
-    fbs = np.tile(d.fb, (nthreads, 1))          # a workspace per thread, for this call only
-    SA = np.empty((nthreads, nx, nx) if dt else (nthreads, 0, 0))    # A, B scratch with dt
-    SB = np.empty((nthreads, nx, nj) if dt else (nthreads, 0, 0))
+    if lanes:
+        # states per call: whole groups, a few calls per thread (a thread slowed by other work takes fewer)
+        chunk = width * max(1, min(8, groups // (2 * nthreads)))
+        ws = [_lane_workspace(d, t, width, dt is not None) for t in range(nthreads)]
+        tag = (0.0,) * width
+        w = ws[0]
+        entry = _lanes_entry(width, (d.ib, w.fb1, w.fb, tag, Q, V, T, OA, OB, status, dt or 0.0, w.SA, w.SB,
+                                     0, 0) + w.arrays)
 
-    def work(t):
-        while True:
-            lo = next(counter) * chunk
-            if lo >= N:
-                return
-            batch_chunk(d.ib, fbs[t], Q, V, T, OA, OB, status, dt or 0.0, SA[t], SB[t], lo,
-                        min(N, lo + chunk))
+        def work(t):
+            w = ws[t]
+            while True:
+                lo = next(counter) * chunk
+                if lo >= N:
+                    return
+                entry(d.ib, w.fb1, w.fb, tag, Q, V, T, OA, OB, status, dt or 0.0, w.SA, w.SB, lo, min(N, lo + chunk),
+                      *w.arrays)
+    else:
+        chunk = max(1, min(16, N // (8 * nthreads)))
+        fbs = np.tile(d.fb, (nthreads, 1))          # a workspace per thread, for this call only
+        SA = np.empty((nthreads, nx, nx) if dt else (nthreads, 0, 0))    # A, B scratch with dt
+        SB = np.empty((nthreads, nx, nj) if dt else (nthreads, 0, 0))
+
+        def work(t):
+            while True:
+                lo = next(counter) * chunk
+                if lo >= N:
+                    return
+                batch_chunk(d.ib, fbs[t], Q, V, T, OA, OB, status, dt or 0.0, SA[t], SB[t], lo, min(N, lo + chunk))
 
     _run_workers(work, nthreads, ("batch",))
     bad = np.flatnonzero(status)
@@ -187,6 +289,34 @@ def linearize_batch(model: Model, q_batch: ArrayLike, v_batch: ArrayLike, tau_ba
         err = status_error(model, d1, s1, Q[i], V[i], T[i], A1, B1)
         raise ValueError(f"linearize_batch: state {i}: {err}")
     return OA, OB
+
+
+class _LaneWorkspace:
+    """One thread's buffers for batch_lanes at lane width L: fb, the lane workspace (the model's
+    floats in every lane); arrays, the interleaved q, v, tau and A, B (with dt: also the A, B
+    scratch); fb1, SA, SB, a one-state workspace and the A, B scratch for a failed group."""
+
+    def __init__(self, d, width, with_dt):
+        nx, nj, nq = 2 * d.nv, d.nj, d.nv + (1 if d.floating_base else 0)
+        self.fb = aligned_empty((d.fb.shape[0], width), width)
+        self.fb[:] = d.fb[:, None]
+        shapes = [(nq, width), (d.nv, width), (nj, width), (nx, nx, width), (nx, nj, width)]
+        shapes += [(nx, nx, width), (nx, nj, width)] if with_dt else [(0, 0, width), (0, 0, width)]
+        self.arrays = tuple(aligned_empty(s, width) for s in shapes)
+        self.fb1 = d.fb.copy()
+        self.SA = np.empty((nx, nx) if with_dt else (0, 0))
+        self.SB = np.empty((nx, nj) if with_dt else (0, 0))
+
+
+def _lane_workspace(d, t, width, with_dt):
+    """Thread t's _LaneWorkspace of the Data d, kept on d for its next batches (d is the calling
+    thread's own: get_data)."""
+    cache = d.__dict__.setdefault("_lane_workspaces", {})
+    key = (t, width, with_dt)
+    ws = cache.get(key)
+    if ws is None:
+        ws = cache[key] = _LaneWorkspace(d, width, with_dt)
+    return ws
 
 
 def _batch_contacts(model, Q, V, T, dt, out, contacts, forces):

@@ -20,6 +20,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .._jit import njit
+from .._lanes import all_lanes, any_lane, where
 from .._arrays import kernel_array, real_array
 from ..algorithms.common import all_finite
 from ..model import Model
@@ -30,15 +31,31 @@ from ..state import State, as_vector
 @njit(inline="always")
 def _coefficients(th):
     """s1 = sin/th, a = (1 - cos)/th^2, b = (th - sin)/th^3, c2 = (th^2 + 2 cos - 2)/(2 th^4),
-    c3 = (2 th - 3 sin + th cos)/(2 th^5), by their series for th < 1."""
-    if th >= 1.0:
-        sn, cs = math.sin(th), math.cos(th)
-        t2 = th * th
-        return (sn / th, (1.0 - cs) / t2, (th - sn) / (t2 * th), (t2 + 2.0 * cs - 2.0) / (2.0 * t2 * t2),
-                (2.0 * th - 3.0 * sn + th * cs) / (2.0 * t2 * t2 * th))
+    c3 = (2 th - 3 sin + th cos)/(2 th^5), by their series for th < 1. On lanes (linearization/lanes.py)
+    each lane takes the form its own th selects."""
+    big = th >= 1.0
+    if all_lanes(big):
+        return _closed_form(th)
+    if not any_lane(big):
+        return _series(th)
+    c, s = _closed_form(th), _series(th)
+    return (where(big, c[0], s[0]), where(big, c[1], s[1]), where(big, c[2], s[2]), where(big, c[3], s[3]),
+            where(big, c[4], s[4]))
+
+
+@njit(inline="always")
+def _closed_form(th):
+    sn, cs = math.sin(th), math.cos(th)
+    t2 = th * th
+    return (sn / th, (1.0 - cs) / t2, (th - sn) / (t2 * th), (t2 + 2.0 * cs - 2.0) / (2.0 * t2 * t2),
+            (2.0 * th - 3.0 * sn + th * cs) / (2.0 * t2 * t2 * th))
+
+
+@njit(inline="always")
+def _series(th):
     t = th * th
-    s1 = a = b = c2 = c3 = 0.0
-    pw = 1.0
+    s1 = a = b = c2 = c3 = 0.0 * t
+    pw = 1.0 + 0.0 * t
     f1 = 1.0        # 1/(2k+1)!, k = 0
     for k in range(12):
         f2 = f1 / (2 * k + 2)           # 1/(2k+2)!

@@ -136,8 +136,27 @@ if HAVE_NUMBA:
 
     set_plain_form(neg_tile4, _neg_tile_py(4))
     set_plain_form(neg_tile6, _neg_tile_py(6))
+    from numba.extending import overload as _overload
+
+    def _tile_or_block(height, tile):
+        """The tile intrinsic for float64 arrays; for arrays of Lanes (_lanes.py), where every
+        element is already a vector of states, the plain block of the same rows."""
+        plain = _neg_tile_py(height)
+
+        def tile_any(Minv, X, out, j0, i0, p0, p1, rows):
+            plain(Minv, X, out, j0, i0, p0, p1, rows)
+
+        @_overload(tile_any)
+        def _typed(Minv, X, out, j0, i0, p0, p1, rows):
+            if Minv.dtype == _types.float64:
+                return lambda Minv, X, out, j0, i0, p0, p1, rows: tile(Minv, X, out, j0, i0, p0, p1, rows)
+            return lambda Minv, X, out, j0, i0, p0, p1, rows: _neg_block(Minv, X, out, j0, j0 + WIDTH, i0,
+                                                                          i0 + height, p0, p1, rows)
+        return tile_any
+
+    tile4, tile6 = _tile_or_block(4, neg_tile4), _tile_or_block(6, neg_tile6)
 else:
-    neg_tile4, neg_tile6 = _neg_tile_py(4), _neg_tile_py(6)
+    tile4, tile6 = _neg_tile_py(4), _neg_tile_py(6)
 
 
 @njit
@@ -160,7 +179,7 @@ def neg_minv_times(Minv, X, out, gstart, gptr, grows):
             _neg_block(Minv, X, out, j0, min(j0 + WIDTH, nv), 0, nv, p0, p1, grows)
         elif nv >= 6:
             for i0 in range(0, nv, 6):
-                neg_tile6(Minv, X, out, j0, min(i0, nv - 6), p0, p1, grows)
+                tile6(Minv, X, out, j0, min(i0, nv - 6), p0, p1, grows)
         else:
             for i0 in range(0, nv, 4):
-                neg_tile4(Minv, X, out, j0, min(i0, nv - 4), p0, p1, grows)
+                tile4(Minv, X, out, j0, min(i0, nv - 4), p0, p1, grows)

@@ -373,6 +373,128 @@ def run_contacts(robots=DEFAULT_CONTACT_ROBOTS, batch=128, repeat=15, number=20,
     return rows
 
 
+# ---- a horizon: linearize_batch per state against Pinocchio's bare loop ---------------------------
+
+DEFAULT_HORIZON_ROBOTS = ("ur5", "solo12", "go2", "g1_29dof", "talos_full")
+# contact horizons: four point feet, in the foot frames (Pinocchio CONTACT_3D LOCAL), Kd as above
+HORIZON_FEET = {"solo12": ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT"),
+                "go2": ("FL_foot", "FR_foot", "RL_foot", "RR_foot")}
+
+
+def _threads(n):
+    """A context manager: SVA_LINEARIZER_NUM_THREADS = n inside (linearize_batch reads it per call)."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def scope():
+        old = os.environ.get("SVA_LINEARIZER_NUM_THREADS")
+        os.environ["SVA_LINEARIZER_NUM_THREADS"] = str(n)
+        try:
+            yield
+        finally:
+            if old is None:
+                del os.environ["SVA_LINEARIZER_NUM_THREADS"]
+            else:
+                os.environ["SVA_LINEARIZER_NUM_THREADS"] = old
+    return scope()
+
+
+def bench_horizon_robot(name, horizon=64, repeat=15, number=10, seed=0, contacts=False):
+    """Per state of a horizon (dict): ours = linearize_batch(model, Q, V, T, out=) (A, B into the
+    caller's arrays) on one thread and on all; Pinocchio = computeABADerivatives(m, d, q, v, tau)
+    in a Python loop on its own Data (no copies, no A, B: its bare cost), or with contacts=True
+    constraintDynamics + computeConstraintDynamicsDerivatives (four point feet, local)."""
+    import sva_linearizer as sl
+    from sva_linearizer.linearization import num_threads
+    from sva_linearizer._jit import compiled
+    from sva_linearizer._lanes import lane_width
+    from sva_linearizer.robots import load_robot, robot_urdf_path
+
+    model = load_robot(name)
+    pin, pm, pd = _pinocchio(robot_urdf_path(name), model.floating_base, model)
+    nv, nj = model.nv, model.nj
+    kw = {}
+    if contacts:
+        if name not in HORIZON_FEET:
+            raise ValueError(f"bench: no feet for a contact horizon of '{name}' (known: {', '.join(HORIZON_FEET)})")
+        feet = HORIZON_FEET[name]
+        kw["contacts"] = [sl.Contact(f, "point", "local", baumgarte=(0.0, CONTACT_KD)) for f in feet]
+        ctype, rf = pin.ContactType.CONTACT_3D, pin.ReferenceFrame.LOCAL
+        cms, cds = pin.StdVec_RigidConstraintModel(), pin.StdVec_RigidConstraintData()
+        for f in feet:
+            fr = pm.frames[pm.getFrameId(f)]
+            cm = pin.RigidConstraintModel(ctype, pm, fr.parentJoint, fr.placement, 0, pin.SE3.Identity(), rf)
+            cm.m_baumgarte_parameters.Kp = 0.0
+            cm.m_baumgarte_parameters.Kd = CONTACT_KD
+            cms.append(cm)
+            cds.append(cm.createData())
+        pin.initConstraintDynamics(pm, pd, cms, cds)
+    Q, V, T = random_states(model, horizon, seed)
+    TF = np.hstack([np.zeros((horizon, nv - nj)), T])
+    m = sum(c.dim for c in kw.get("contacts", ()))
+    OA, OB = np.empty((horizon, 2 * nv, 2 * nv)), np.empty((horizon, 2 * nv, nj))
+
+    def ours():
+        if contacts:
+            sl.linearize_batch(model, Q, V, T, **kw)
+        else:
+            sl.linearize_batch(model, Q, V, T, out=(OA, OB))
+
+    def theirs():
+        for i in range(horizon):
+            if contacts:
+                pin.constraintDynamics(pm, pd, Q[i], V[i], TF[i], cms, cds)
+                pin.computeConstraintDynamicsDerivatives(pm, pd, cms, cds)
+            else:
+                pin.computeABADerivatives(pm, pd, Q[i], V[i], TF[i])
+
+    figures = {}
+    for label, n in (("1thr", 1), ("all", num_threads())):
+        with _threads(n):
+            ours()
+            t_o, t_p = _timings_us([ours, theirs], repeat, number)
+        figures[label] = _medians_and_ratio(t_o, t_p, per=horizon)
+    return {"robot": name, "nv": nv, "m": m, "horizon": horizon, "threads": num_threads(),
+            "lanes": 1 if contacts or not compiled("batch") else lane_width(),
+            "ours_1thr_us": figures["1thr"][0], "pin_us": figures["1thr"][1], "ratio_1thr": figures["1thr"][2],
+            "ours_all_us": figures["all"][0], "pin_all_us": figures["all"][1], "ratio_all": figures["all"][2]}
+
+
+def run_horizon(robots=DEFAULT_HORIZON_ROBOTS, contact_robots=tuple(HORIZON_FEET), horizon=64, repeat=15,
+                flops=True, out=print):
+    """The horizon rows (bench_horizon_robot), with GFLOP/s on one thread from the profile's
+    counted flops (a child process per robot) against this core's vector peak."""
+    _require_pinocchio()
+    from .profile import flops_in_child, machine_peak
+
+    peak = machine_peak()
+    out(f"a horizon of {horizon} states, per state (us): linearize_batch(out=) on 1 thread and on all, "
+        "against Pinocchio's bare computeABADerivatives loop (with contacts: constraintDynamics + "
+        "computeConstraintDynamicsDerivatives, four point feet, local)")
+    hdr = (f"{'robot':<12} {'nv':>3} {'m':>3} {'lanes':>5} | {'ours 1 thr':>10} {'pin':>7} {'ratio':>6} | "
+           f"{'ours all':>8} {'pin':>7} {'ratio':>6} | {'GFLOP/s 1 thr':>13} {'of vector peak':>14}")
+    out(hdr)
+    out("-" * len(hdr))
+    rows = []
+    for name, with_contacts in [(r, False) for r in robots] + [(r, True) for r in contact_robots]:
+        r = bench_horizon_robot(name, horizon=horizon, repeat=repeat, contacts=with_contacts)
+        gf = of = "-"
+        if flops and not with_contacts:
+            r["flop"] = flops_in_child(name)["kernel"]
+            rate = r["flop"] / (1e3 * r["ours_1thr_us"])
+            gf = f"{rate:.1f}"
+            of = f"{100 * rate / peak['simd_peak']:.0f} %" if peak["simd_peak"] else "-"
+        rows.append(dict(r, contacts=with_contacts))
+        out(f"{name:<12} {r['nv']:>3} {r['m']:>3} {r['lanes']:>5} | {r['ours_1thr_us']:>7.2f} us {r['pin_us']:>7.2f} "
+            f"{r['ratio_1thr']:>5.2f}x | {r['ours_all_us']:>5.2f} us {r['pin_all_us']:>7.2f} {r['ratio_all']:>5.2f}x | "
+            f"{gf:>13} {of:>14}")
+    out("lanes: states computed in lockstep, one per vector lane (1: one at a time). Pinocchio runs on one "
+        "thread in both columns; all = SVA_LINEARIZER_NUM_THREADS or the CPUs available. GFLOP/s: the "
+        "kernel's counted flops per state (sva-linearizer profile) over the 1-thread time; vector peak: "
+        "one core, nominal clock.")
+    return rows
+
+
 # ---- second-order derivatives ---------------------------------------------------------------------
 
 DEFAULT_SECOND_ORDER_ROBOTS = ("solo12", "g1_29dof", "talos")
@@ -636,29 +758,64 @@ def add_subcommand(sub):
     bp.add_argument("--second-order-robots", default=",".join(DEFAULT_SECOND_ORDER_ROBOTS),
                     help="robots of the second-order rows (default: %(default)s)")
     bp.add_argument("--only-second-order", action="store_true", help="the second-order rows alone")
+    bp.add_argument("--horizon", type=int, default=64,
+                    help="states of the horizon rows (linearize_batch per state against Pinocchio's bare "
+                         "loop; default: %(default)s; 0: no horizon rows)")
+    bp.add_argument("--horizon-robots", default=",".join(DEFAULT_HORIZON_ROBOTS),
+                    help="robots of the horizon rows (default: %(default)s)")
+    bp.add_argument("--horizon-contact-robots", default=",".join(HORIZON_FEET),
+                    help="robots of the horizon rows with contacts (default: %(default)s)")
+    bp.add_argument("--only-horizon", action="store_true", help="the horizon rows alone")
     bp.add_argument("--json", help="also write the figures to this JSON file")
     bp.set_defaults(func=cmd_bench)
 
 
+def _names(text):
+    return [r.strip() for r in text.split(",") if r.strip()]
+
+
 def cmd_bench(args):
-    robots = [r.strip() for r in args.robots.split(",") if r.strip()]
+    from sva_linearizer.robots import KNOWN_ROBOTS
+
     if args.batch < 1:
         raise ValueError("--batch must be >= 1")
-    only_so = args.only_second_order
-    rows = [] if args.only_contacts or only_so else run(robots, batch=args.batch, repeat=args.repeat,
-                                                        cold=not args.no_cold)
-    if (args.contacts and not only_so) or args.only_contacts:
-        crobots = [r.strip() for r in args.contact_robots.split(",") if r.strip()]
-        if not args.only_contacts:
-            print()
-        contact_rows = run_contacts(crobots, batch=args.batch, repeat=args.repeat)
-        rows = rows + [dict(r, section="contacts") for r in contact_rows]
-    if (args.second_order and not args.only_contacts) or only_so:
-        so_robots = [r.strip() for r in args.second_order_robots.split(",") if r.strip()]
+    if args.horizon < 0:
+        raise ValueError("--horizon must be >= 0")
+    only = [flag for flag in ("only_contacts", "only_second_order", "only_horizon") if getattr(args, flag)]
+    if len(only) > 1:
+        raise ValueError("bench: give at most one of --only-contacts, --only-second-order, --only-horizon")
+    sections = {"main": not only, "contacts": args.contacts and not only,
+                "second_order": args.second_order and not only, "horizon": args.horizon > 0 and not only}
+    if only:
+        sections[only[0][len("only_"):]] = True
+    lists = {"main": ("--robots", _names(args.robots)), "contacts": ("--contact-robots", _names(args.contact_robots)),
+             "second_order": ("--second-order-robots", _names(args.second_order_robots)),
+             "horizon": ("--horizon-robots", _names(args.horizon_robots))}
+    for section, (flag, names) in lists.items():     # every name checked before anything runs
+        unknown = [n for n in names if n not in KNOWN_ROBOTS] if sections[section] else []
+        if unknown:
+            raise ValueError(f"bench {flag}: unknown robot {unknown[0]!r}; known robots: {', '.join(KNOWN_ROBOTS)}")
+    hc = _names(args.horizon_contact_robots) if sections["horizon"] else []
+    if any(n not in HORIZON_FEET for n in hc):
+        raise ValueError(f"bench --horizon-contact-robots: feet are known for {', '.join(HORIZON_FEET)} only")
+    rows = []
+    if sections["main"]:
+        rows += run(lists["main"][1], batch=args.batch, repeat=args.repeat, cold=not args.no_cold)
+    if sections["horizon"]:
         if rows:
             print()
-        rows = rows + [dict(r, section="second_order")
-                       for r in run_second_order(so_robots, repeat=args.repeat)]
+        rows += [dict(r, section="horizon") for r in run_horizon(lists["horizon"][1], hc, horizon=args.horizon,
+                                                                   repeat=args.repeat)]
+    if sections["contacts"]:
+        if rows:
+            print()
+        rows += [dict(r, section="contacts") for r in run_contacts(lists["contacts"][1], batch=args.batch,
+                                                                   repeat=args.repeat)]
+    if sections["second_order"]:
+        if rows:
+            print()
+        rows += [dict(r, section="second_order") for r in run_second_order(lists["second_order"][1],
+                                                                           repeat=args.repeat)]
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(rows, fh, indent=2)

@@ -255,6 +255,75 @@ def flops_in_child(robot: str, floating_base: bool | None = None) -> dict:
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
+# ---- vector instructions in the compiled pipeline ------------------------------------------------
+
+_ASM_CHILD = """
+import json, re, sys
+import numpy as np
+import numba
+from sva_linearizer._jit import FASTMATH
+from sva_linearizer._lanes import aligned_empty, as_lanes
+from sva_linearizer.data import Data
+from sva_linearizer.layout import views
+from sva_linearizer.linearization.continuous import linearize_state
+from sva_linearizer.robots import load_robot
+
+width = int(sys.argv[1])
+opts = dict(nogil=True, error_model="numpy", fastmath=FASTMATH)
+
+@numba.njit(**opts)
+def one_state(ib, fb, q, v, tau, A, B):
+    m, d, _ = views(ib, fb)
+    return linearize_state(m, d, q, v, tau, A, B, 0.0, A, B)
+
+@numba.njit(**opts)
+def lanes(ib, fb, q, v, tau, A, B, tag):
+    m, d, _ = views(ib, as_lanes(fb, tag))
+    return linearize_state(m, d, as_lanes(q, tag), as_lanes(v, tag), as_lanes(tau, tag), as_lanes(A, tag),
+                           as_lanes(B, tag), 0.0, as_lanes(A, tag), as_lanes(B, tag))
+
+model = load_robot("ur5")
+d = Data(model)
+nx, nj = 2 * model.nv, model.nj
+one_state(d.ib, d.fb, np.zeros(model.nq), np.zeros(model.nv), np.zeros(nj), np.empty((nx, nx)), np.empty((nx, nj)))
+L = [aligned_empty(s, width) for s in ((d.fb.size, width), (model.nq, width), (model.nv, width), (nj, width),
+                                        (nx, nx, width), (nx, nj, width))]
+for x in L:
+    x[:] = 0.0
+L[0][:] = d.fb[:, None]
+lanes(*([d.ib] + L + [(0.0,) * width]))
+pattern = re.compile(r"^\\s*(v?(?:fn?m(?:add|sub)\\d+|mul|add|sub|div)([ps])d)\\s+([^\\n]*)", re.M)
+out = {}
+for name, fn in (("one_state", one_state), ("lanes", lanes)):
+    counts = {"scalar": 0, "xmm": 0, "ymm": 0, "zmm": 0}
+    for op, kind, operands in pattern.findall(fn.inspect_asm(fn.signatures[0])):
+        if kind == "s":
+            counts["scalar"] += 1
+        else:
+            counts["zmm" if "zmm" in operands else "ymm" if "ymm" in operands else "xmm"] += 1
+    out[name] = counts
+print(json.dumps(out))
+"""
+
+
+def vector_instruction_counts(width: int) -> dict:
+    """The double-precision arithmetic instructions (multiply, add, subtract, divide, fused
+    multiply-add) in the machine code of the pipeline `linearize_state`, compiled for one state
+    and for lanes of `width` states: {"one_state": counts, "lanes": counts}, counts = {"scalar": n,
+    "xmm": n, "ymm": n, "zmm": n} by register width (xmm: 2 doubles, ymm: 4, zmm: 8). Compiled in a
+    child process with an empty numba cache (numba shows no assembly for cached code): about two
+    minutes on a 2-core machine."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as cache:
+        env = dict(os.environ, NUMBA_CACHE_DIR=cache)
+        r = subprocess.run(python_command(_ASM_CHILD, str(width)), capture_output=True, text=True, env=env,
+                           timeout=1800)
+    if r.returncode != 0:
+        raise RuntimeError(f"profile --asm: compiling the pipeline failed:\n{r.stderr[-2000:]}")
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
 # ---- the machine ---------------------------------------------------------------------------------
 
 def machine_peak() -> dict:
@@ -353,6 +422,21 @@ def cmd_profile(args) -> int:
     print(f"one core's double peak at the nominal clock: "
           f"{peak['scalar_peak']:.1f} GFLOP/s scalar, {peak['simd_peak']:.1f} GFLOP/s with "
           f"{peak['simd_doubles']}-wide SIMD (2 FMA units assumed)" if peak["ghz"] else "CPU clock unknown")
+    if args.asm:
+        from .._lanes import lane_width
+
+        width = lane_width()
+        counts = vector_instruction_counts(width)
+        print(f"double-precision multiply / add / subtract / divide / fused multiply-add instructions in the "
+              f"machine code of linearize_state (ur5's call; the code is the same for every robot):")
+        for name, label in (("one_state", "one state"), ("lanes", f"lanes of {width} (linearize_batch)")):
+            c = counts[name]
+            print(f"  {label:<32} scalar {c['scalar']:>6}  xmm (2) {c['xmm']:>6}  ymm (4) {c['ymm']:>6}  "
+                  f"zmm (8) {c['zmm']:>6}")
+        if args.json:
+            with open(args.json, "w") as fh:
+                json.dump({"peak": peak, "width": width, "instructions": counts}, fh, indent=1)
+        return 0
     results = []
     for robot in args.robots:
         res = profile_robot(robot, args.reps, args.runs)
@@ -371,4 +455,7 @@ def add_subcommand(sub) -> None:
     p.add_argument("--reps", type=int, default=200, help="calls per timing run (default 200)")
     p.add_argument("--runs", type=int, default=15, help="timing runs; the best is printed (default 15)")
     p.add_argument("--json", metavar="FILE", help="also write the figures to this JSON file")
+    p.add_argument("--asm", action="store_true",
+                   help="instead: count the vector instructions in the pipeline's machine code, compiled for "
+                        "one state and for linearize_batch's lanes (about two minutes)")
     p.set_defaults(func=cmd_profile)

@@ -1,0 +1,377 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""Lanes: L states computed by the instructions of one, the kernels' own source compiled on a vector
+number type (linearize_batch's lockstep groups, linearization/batch.py).
+
+Every state of a batch shares the model, so every branch of the kernels (joint type, axis, tree)
+goes the same way for all of them. `Lanes(L)` is a numba type that holds one double for each of L
+states as one LLVM vector (<L x double>: 8 lanes fill an AVX-512 register, 4 an AVX2 one). Its
+arithmetic (+, -, *, /, unary -, with floats and ints broadcast), sqrt, abs, min, max, sin and cos
+act lane by lane, and an array whose elements are Lanes is an array of L interleaved states
+(`as_lanes`: a float64 array of shape (..., L) seen as (...) Lanes). A kernel called on such arrays
+(a workspace buffer carved by layout.views, the state vectors, the outputs) is compiled again by
+numba for that type: the same source, now computing L states in lockstep, with the compiler
+emitting one vector instruction where the one-state code has a scalar one. The one-state kernels
+are untouched by it.
+
+A comparison of Lanes gives a `LaneMask` (one flag per lane) that has no truth value: a branch on
+data cannot silently take one lane's way for all of them. The few kernel branches on data say
+what they mean with these helpers, which are the identity on a plain bool (the one-state code is
+the same as without them):
+
+    any_lane(c)      some lane's c holds (for a scalar: c)
+    all_lanes(c)     every lane's c holds
+    where(c, a, b)   a where c holds, else b, lane by lane (both evaluated; for a scalar: a if c else b)
+
+A kernel that returns a failure status on any_lane(...) fails the whole group; the batch then
+computes that group's states one at a time (the one-state kernels give each its own status).
+"""
+from __future__ import annotations
+
+from ._jit import HAVE_NUMBA
+
+
+def any_lane(c):
+    """Some lane of the condition c holds (c itself for a plain bool)."""
+    return c
+
+
+def all_lanes(c):
+    """Every lane of the condition c holds (c itself for a plain bool)."""
+    return c
+
+
+def where(c, a, b):
+    """a where c holds, else b (lane by lane on Lanes; both a and b are evaluated)."""
+    return a if c else b
+
+
+_HOST_WIDTH = None     # the host CPU's width, asked of LLVM once (~0.3 ms)
+
+
+def lane_width() -> int:
+    """L for this machine: 8 doubles with AVX-512, 4 with AVX or AVX2, else 2 (SSE2); 1 without
+    numba. SVA_LINEARIZER_LANES overrides it (2, 4 or 8)."""
+    import os
+
+    global _HOST_WIDTH
+    env = os.environ.get("SVA_LINEARIZER_LANES", "").strip()
+    if env:
+        if env not in ("2", "4", "8"):
+            raise ValueError(f"SVA_LINEARIZER_LANES must be 2, 4 or 8, got {env!r}")
+        return int(env)
+    if not HAVE_NUMBA:
+        return 1
+    if _HOST_WIDTH is None:
+        import llvmlite.binding as llvm
+
+        features = llvm.get_host_cpu_features()
+        _HOST_WIDTH = 8 if features.get("avx512f", False) else 4 if features.get("avx", False) else 2
+    return _HOST_WIDTH
+
+
+if HAVE_NUMBA:
+    import math
+    import operator
+
+    import numpy as np
+    from llvmlite import ir
+    from numba.core import cgutils, types
+    from numba.core.datamodel import models, register_default
+    from numba.core.imputils import impl_ret_borrowed, lower_builtin, lower_cast
+    from numba.core.typeconv import Conversion
+    from numba.core.typing.templates import AbstractTemplate, infer_global, signature
+    from numba.extending import intrinsic, overload
+    from numba.np.arrayobj import make_array, populate_array
+
+    _I32 = ir.IntType(32)
+
+    class Lanes(types.Type):
+        """L doubles, one per state of a lockstep group."""
+
+        def __init__(self, width):
+            self.width = width
+            super().__init__(name=f"Lanes{width}")
+
+        def can_convert_from(self, typingctx, other):
+            if isinstance(other, (types.Float, types.Integer)):
+                return Conversion.safe      # a number is the same in every lane
+            return None
+
+        def unify(self, typingctx, other):
+            if other == self or isinstance(other, (types.Float, types.Integer)):
+                return self
+            return None
+
+    class LaneMask(types.Type):
+        """L flags, a comparison of Lanes; no truth value (any_lane, all_lanes, where)."""
+
+        def __init__(self, width):
+            self.width = width
+            super().__init__(name=f"LaneMask{width}")
+
+    @register_default(Lanes)
+    class _LanesModel(models.PrimitiveModel):
+        def __init__(self, dmm, fe_type):
+            super().__init__(dmm, fe_type, ir.VectorType(ir.DoubleType(), fe_type.width))
+
+    @register_default(LaneMask)
+    class _LaneMaskModel(models.PrimitiveModel):
+        def __init__(self, dmm, fe_type):
+            super().__init__(dmm, fe_type, ir.VectorType(ir.IntType(1), fe_type.width))
+
+    def _splat(builder, x, width):
+        vt = ir.VectorType(ir.DoubleType(), width)
+        v = builder.insert_element(ir.Constant(vt, ir.Undefined), x, ir.Constant(_I32, 0))
+        return builder.shuffle_vector(v, ir.Constant(vt, ir.Undefined),
+                                      ir.Constant(ir.VectorType(_I32, width), [0] * width))
+
+    @lower_cast(types.Float, Lanes)
+    @lower_cast(types.Integer, Lanes)
+    def _number_to_lanes(context, builder, fromty, toty, val):
+        return _splat(builder, context.cast(builder, val, fromty, types.float64), toty.width)
+
+    def _lanes_of(args):
+        """The Lanes type of a binary operation's operands (one at least Lanes, the other Lanes of
+        the same width or a number), else None."""
+        lanes = [a for a in args if isinstance(a, Lanes)]
+        if len(args) != 2 or not lanes:
+            return None
+        L = lanes[0]
+        if all(a == L or isinstance(a, (types.Float, types.Integer)) for a in args):
+            return L
+        return None
+
+    def _binary(op, result, lower):
+        class _Typing(AbstractTemplate):
+            def generic(self, args, kws):
+                L = _lanes_of(args)
+                if L is not None:
+                    return signature(result(L), L, L)
+                return None
+
+        infer_global(op)(_Typing)
+        lower_builtin(op, Lanes, Lanes)(lower)
+
+    _ARITH = {operator.add: "fadd", operator.sub: "fsub", operator.mul: "fmul", operator.truediv: "fdiv",
+              operator.iadd: "fadd", operator.isub: "fsub", operator.imul: "fmul", operator.itruediv: "fdiv"}
+    for _op, _inst in _ARITH.items():
+        # the one-state kernels' fastmath flags: contraction into fused multiply-adds only
+        _binary(_op, lambda L: L, lambda context, builder, sig, args, _inst=_inst:
+                getattr(builder, _inst)(args[0], args[1], flags=("contract",)))
+
+    _COMPARE = {operator.lt: "<", operator.le: "<=", operator.gt: ">", operator.ge: ">=",
+                operator.eq: "==", operator.ne: "!="}
+    for _op, _code in _COMPARE.items():
+        # ordered (False with a NaN) but !=, as Python's float comparisons
+        _binary(_op, lambda L: LaneMask(L.width), lambda context, builder, sig, args, _code=_code:
+                (builder.fcmp_unordered if _code == "!=" else builder.fcmp_ordered)(_code, args[0], args[1]))
+
+    class _Negate(AbstractTemplate):
+        def generic(self, args, kws):
+            if len(args) == 1 and isinstance(args[0], Lanes):
+                return signature(args[0], args[0])
+            return None
+
+    infer_global(operator.neg)(_Negate)
+
+    @lower_builtin(operator.neg, Lanes)
+    def _negate(context, builder, sig, args):
+        return builder.fneg(args[0])
+
+    def _vector_call(builder, name, L, vals):
+        vt = vals[0].type
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(vt, [vt] * len(vals)),
+                                            f"{name}.v{L.width}f64")
+        return builder.call(fn, vals)
+
+    def _vector_unary(name):
+        """Lanes -> Lanes by LLVM's vector intrinsic `name` (llvm.sqrt, llvm.fabs)."""
+        @intrinsic
+        def call(typingctx, x):
+            if not isinstance(x, Lanes):
+                return None
+            return x(x), lambda context, builder, sig, args: _vector_call(builder, name, x, args)
+        return call
+
+    def _vector_binary(name):
+        """(Lanes or number, Lanes or number) -> Lanes by LLVM's vector intrinsic `name`
+        (llvm.maxnum, llvm.minnum)."""
+        @intrinsic
+        def call(typingctx, x, y):
+            L = _lanes_of((x, y))
+            if L is None:
+                return None
+
+            def codegen(context, builder, sig, args):
+                return _vector_call(builder, name, L, [context.cast(builder, a, t, L)
+                                                       for a, t in zip(args, sig.args)])
+            return L(x, y), codegen
+        return call
+
+    _sqrt, _fabs = _vector_unary("llvm.sqrt"), _vector_unary("llvm.fabs")
+    _maxnum, _minnum = _vector_binary("llvm.maxnum"), _vector_binary("llvm.minnum")
+
+    def _lanewise(scalar_fn):
+        """Lanes -> Lanes calling numba's float64 scalar_fn on each lane (sin, cos: no vector form
+        in LLVM without a vector math library; the batch calls them once per joint)."""
+        @intrinsic
+        def call(typingctx, x):
+            if not isinstance(x, Lanes):
+                return None
+
+            def codegen(context, builder, sig, args):
+                impl = context.get_function(scalar_fn, signature(types.float64, types.float64))
+                out = args[0]
+                for i in range(x.width):
+                    k = ir.Constant(_I32, i)
+                    out = builder.insert_element(out, impl(builder, [builder.extract_element(args[0], k)]), k)
+                return out
+            return x(x), codegen
+        return call
+
+    _sin, _cos = _lanewise(math.sin), _lanewise(math.cos)
+
+    def _unary_overloads(fns, impl):
+        for fn in fns:
+            @overload(fn)
+            def _ov(x):
+                if isinstance(x, Lanes):
+                    return lambda x: impl(x)
+                return None
+
+    _unary_overloads((math.sqrt, np.sqrt), _sqrt)
+    _unary_overloads((abs, np.abs), _fabs)
+    _unary_overloads((math.sin, np.sin), _sin)
+    _unary_overloads((math.cos, np.cos), _cos)
+
+    @overload(max)
+    def _ov_max(x, y):
+        if _lanes_of((x, y)) is not None:
+            return lambda x, y: _maxnum(x, y)
+        return None
+
+    @overload(min)
+    def _ov_min(x, y):
+        if _lanes_of((x, y)) is not None:
+            return lambda x, y: _minnum(x, y)
+        return None
+
+    @intrinsic
+    def _isfinite(typingctx, x):
+        if not isinstance(x, Lanes):
+            return None
+
+        def codegen(context, builder, sig, args):
+            vt = args[0].type
+            fabs = cgutils.get_or_insert_function(builder.module, ir.FunctionType(vt, [vt]),
+                                                  f"llvm.fabs.v{x.width}f64")
+            return builder.fcmp_ordered("<", builder.call(fabs, [args[0]]),
+                                        ir.Constant(vt, [float("inf")] * x.width))
+        return LaneMask(x.width)(x), codegen
+
+    @overload(math.isfinite)
+    def _ov_isfinite(x):
+        if isinstance(x, Lanes):
+            return lambda x: _isfinite(x)
+        return None
+
+    def _reduction(every):
+        @intrinsic
+        def reduce(typingctx, c):
+            if not isinstance(c, LaneMask):
+                return None
+
+            def codegen(context, builder, sig, args):
+                it = ir.IntType(c.width)
+                bits = builder.bitcast(args[0], it)
+                if every:
+                    return builder.icmp_unsigned("==", bits, ir.Constant(it, (1 << c.width) - 1))
+                return builder.icmp_unsigned("!=", bits, ir.Constant(it, 0))
+            return types.boolean(c), codegen
+        return reduce
+
+    _any, _all = _reduction(False), _reduction(True)
+
+    @overload(any_lane)
+    def _ov_any_lane(c):
+        if isinstance(c, types.Boolean):
+            return lambda c: c
+        if isinstance(c, LaneMask):
+            return lambda c: _any(c)
+        return None
+
+    @overload(all_lanes)
+    def _ov_all_lanes(c):
+        if isinstance(c, types.Boolean):
+            return lambda c: c
+        if isinstance(c, LaneMask):
+            return lambda c: _all(c)
+        return None
+
+    @intrinsic
+    def _select(typingctx, c, a, b):
+        if isinstance(c, LaneMask):
+            T = Lanes(c.width)
+        elif isinstance(c, types.Boolean):
+            T = typingctx.unify_types(a, b)
+        else:
+            return None
+
+        def codegen(context, builder, sig, args):
+            return builder.select(args[0], context.cast(builder, args[1], sig.args[1], T),
+                                  context.cast(builder, args[2], sig.args[2], T))
+        return T(c, a, b), codegen
+
+    @overload(where)
+    def _ov_where(c, a, b):
+        if isinstance(c, (types.Boolean, LaneMask)):
+            return lambda c, a, b: _select(c, a, b)
+        return None
+
+    @intrinsic
+    def as_lanes(typingctx, arr, tag):
+        """A C-contiguous float64 array of shape (..., L) as the array (...) of Lanes(L), a view
+        that holds no reference (the caller holds arr for the call, as layout.carve_view's
+        buffers). tag: a tuple of L floats, whose type carries L. arr's data must be aligned to
+        8 L bytes (`aligned_empty`): a vector is loaded and stored whole."""
+        if not (isinstance(arr, types.Array) and arr.dtype == types.float64 and arr.layout == "C"
+                and arr.ndim >= 2 and isinstance(tag, types.UniTuple)):
+            return None
+        L = tag.count
+        retty = types.Array(Lanes(L), arr.ndim - 1, "C")
+
+        def codegen(context, builder, sig, args):
+            aty = sig.args[0]
+            src = make_array(aty)(context, builder, args[0])
+            shape = cgutils.unpack_tuple(builder, src.shape, aty.ndim)[:-1]
+            itemsize = context.get_constant(types.intp, 8 * L)
+            strides, acc = [], itemsize
+            for k in reversed(shape):
+                strides.insert(0, acc)
+                acc = builder.mul(acc, k)
+            out = make_array(retty)(context, builder)
+            populate_array(out, data=builder.bitcast(src.data, context.get_data_type(retty.dtype).as_pointer()),
+                           shape=shape, strides=strides, itemsize=itemsize,
+                           meminfo=cgutils.get_null_value(src.meminfo.type),
+                           parent=cgutils.get_null_value(out.parent.type))
+            return impl_ret_borrowed(context, builder, retty, out._getvalue())
+        return retty(arr, tag), codegen
+
+
+else:
+    def as_lanes(arr, tag):
+        """Lanes are numba's: without numba the batch computes one state at a time."""
+        raise RuntimeError("sva_linearizer: lanes need numba")
+
+
+def aligned_empty(shape, width: int):
+    """An uninitialised float64 array of `shape` whose data is aligned to 8 width bytes (as_lanes)."""
+    import numpy as np
+
+    n = 1
+    for k in shape:
+        n *= k
+    align = 8 * width
+    raw = np.empty(n + width)
+    off = (-raw.ctypes.data % align) // 8
+    return raw[off:off + n].reshape(shape)

@@ -1,0 +1,135 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""linearize_batch's lockstep groups (sva_linearizer/_lanes.py, linearization/batch.py): the lane
+type's arithmetic against numpy lane by lane, every robot's batch against its states one at a
+time (with and without dt, a last group filled up), failing states inside a group, and the
+vector instructions in the compiled batch kernel."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import sva_linearizer as sl
+from sva_linearizer._jit import HAVE_NUMBA, compiled, decide_groups
+from sva_linearizer._lanes import lane_width
+from sva_linearizer.robots import KNOWN_ROBOTS, load_robot
+from sva_linearizer.tools.profile import random_states
+
+needs_numba = pytest.mark.skipif(not HAVE_NUMBA, reason="lanes are numba's (without it a batch runs state by state)")
+
+
+@needs_numba
+@pytest.mark.parametrize("width", [2, 4, 8])
+def test_lane_arithmetic_is_numpys_lane_by_lane(width):
+    import numba
+
+    from sva_linearizer._lanes import aligned_empty, all_lanes, any_lane, as_lanes, where
+
+    @numba.njit
+    def kernel(X, Y, OUT, FLAGS, tag):
+        x, y, out = as_lanes(X, tag), as_lanes(Y, tag), as_lanes(OUT, tag)
+        a, b = x[0], y[0]
+        out[0] = a * b + 2.0 * a - b / 3.0
+        out[1] = -a + 1
+        out[2] = math.sqrt(abs(a))
+        out[3] = math.sin(a) + np.cos(b)
+        out[4] = max(a, b) - min(a, 0.5)
+        out[5] = where(a > b, a, b * 2.0)
+        out[6] = 0.0
+        out[6] += a
+        out[6] *= b
+        FLAGS[0] = any_lane(a > b)
+        FLAGS[1] = all_lanes(a > b)
+        FLAGS[2] = all_lanes(math.isfinite(b))
+        FLAGS[3] = any_lane(a != a)
+
+    rng = np.random.default_rng(3)
+    X, Y, OUT = (aligned_empty(s, width) for s in ((1, width), (1, width), (7, width)))
+    X[:], Y[:] = rng.normal(size=(1, width)), rng.normal(size=(1, width))
+    flags = np.zeros(4, dtype=np.bool_)
+    kernel(X, Y, OUT, flags, (0.0,) * width)
+    a, b = X[0], Y[0]
+    ref = [a * b + 2.0 * a - b / 3.0, -a + 1, np.sqrt(np.abs(a)), np.sin(a) + np.cos(b),
+           np.maximum(a, b) - np.minimum(a, 0.5), np.where(a > b, a, 2.0 * b), a * b]
+    np.testing.assert_allclose(OUT, np.array(ref), rtol=1e-15, atol=1e-15)
+    assert list(flags) == [np.any(a > b), np.all(a > b), True, False]
+    Y[0, width - 1] = np.inf
+    kernel(X, Y, OUT, flags, (0.0,) * width)
+    assert not flags[2]
+
+
+@needs_numba
+def test_a_branch_on_lanes_does_not_compile():
+    """A comparison of lanes has no truth value: a kernel cannot take one lane's branch for all."""
+    import numba
+
+    from sva_linearizer._lanes import aligned_empty, as_lanes
+
+    @numba.njit
+    def kernel(X, tag):
+        x = as_lanes(X, tag)
+        return 1 if x[0] > 0.0 else 0
+
+    with pytest.raises(numba.core.errors.TypingError):
+        kernel(aligned_empty((1, 4), 4), (0.0,) * 4)
+
+
+def _batch_ready():
+    decide_groups("batch")
+    return compiled("batch")
+
+
+# every bundled robot that loads (romeo_laas_small's URDF has non-physical inertias: test_urdf)
+LOADABLE = sorted(set(KNOWN_ROBOTS) - {"romeo_laas_small"})
+
+
+@pytest.mark.parametrize("robot", LOADABLE)
+def test_every_robots_batch_is_its_states_one_by_one(robot):
+    """Two full groups and a last one filled up, with and without dt: within 1e-12 (relative to the
+    largest entry) of linearize on each state."""
+    model = load_robot(robot)
+    L = lane_width() if _batch_ready() else 1
+    N = 2 * L + 3
+    Q, V, T = random_states(model, N, seed=5)
+    A, B = sl.linearize_batch(model, Q, V, T)
+    Ad, Bd = sl.linearize_batch(model, Q, V, T, dt=0.004)
+    for i in range(N):
+        lin = sl.linearize(model, sl.State.from_vectors(model, Q[i], V[i]), T[i], dt=0.004)
+        for ours, ref in ((A[i], lin.A), (B[i], lin.B), (Ad[i], lin.Ad), (Bd[i], lin.Bd)):
+            np.testing.assert_allclose(ours, ref, rtol=0, atol=1e-12 * np.abs(ref).max())
+
+
+def test_a_failing_state_inside_a_group():
+    """A group with a bad state is computed state by state: the others keep their exact results and
+    the error names the first bad one, wherever it sits in its group."""
+    model = load_robot("solo12")
+    L = lane_width() if _batch_ready() else 1
+    N = 3 * L + 1
+    Q, V, T = random_states(model, N, seed=6)
+    A, B = sl.linearize_batch(model, Q, V, T)
+    for bad in {1, L + L // 2, N - 1}:
+        Qb = Q.copy()
+        Qb[bad, 8] = np.inf
+        with pytest.raises(ValueError, match=f"state {bad}: q: entry 8"):
+            sl.linearize_batch(model, Qb, V, T)
+    Tb = T.copy()
+    Tb[L + 1, 2] = 1e308        # finite input, an overflowing result
+    with pytest.raises(ValueError, match=f"state {L + 1}: the linearization overflowed"):
+        sl.linearize_batch(model, Q, V, Tb)
+    np.testing.assert_array_equal(sl.linearize_batch(model, Q, V, T)[0], A)   # nothing left behind
+
+
+@needs_numba
+def test_the_lane_pipeline_computes_with_vector_instructions():
+    """The pipeline compiled on lanes does its double-precision arithmetic in full-width vector
+    instructions, where the one-state pipeline's is scalar (counted in the machine code, compiled
+    afresh in a child process: `sva-linearizer profile --asm`)."""
+    from sva_linearizer.tools.profile import vector_instruction_counts
+
+    width = lane_width()
+    counts = vector_instruction_counts(width)
+    one, lanes = counts["one_state"], counts["lanes"]
+    full = {2: "xmm", 4: "ymm", 8: "zmm"}[width]
+    assert one["scalar"] > 1000 and one["scalar"] > 10 * one["zmm"], one
+    assert lanes[full] > 0.8 * one["scalar"] and lanes["scalar"] < 0.02 * lanes[full], counts
