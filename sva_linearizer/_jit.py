@@ -7,9 +7,9 @@ SVA_LINEARIZER_NO_JIT=1 or NUMBA_DISABLE_JIT=1) `njit` returns the function itse
 as ordinary Python: the same numbers, only slower.
 
 With numba, each kernel belongs to a compile group ("core": one state; "batch": linearize_batch's
-parallel kernel; "contacts": frames and contacts; "contacts_batch": linearize_batch with contacts;
-"second_order": the second-order derivatives of inverse dynamics; PLAIN_ONLY: kernels never
-compiled; a module sets COMPILE_GROUP, njit's `group=` overrides it). The first time a process calls a
+lockstep kernel, the pipeline compiled on lanes; "contacts": frames and contacts;
+"contacts_batch": linearize_batch with contacts; "second_order": the second-order derivatives of
+inverse dynamics; PLAIN_ONLY: kernels never compiled; a module sets COMPILE_GROUP, njit's `group=` overrides it). The first time a process calls a
 kernel of a group from Python, the group's state is decided (`compile_policy`):
   * its compiled code is in numba's cache (is_warm): it is loaded and used;
   * otherwise, by default ("background"), the group compiles in a background process that fills

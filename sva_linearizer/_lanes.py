@@ -358,9 +358,45 @@ if HAVE_NUMBA:
         return retty(arr, tag), codegen
 
 
+    @intrinsic
+    def store_transposed(typingctx, src, dst, r, c, lo):
+        """dst[lo + l, r, c + j] = src[r, c + j][l] for j, l < L: an L x L block of lanes (L
+        consecutive vectors of L states) written as L vectors, one along each state's row of dst
+        (a transpose in registers). src: 2-D Lanes, dst: 3-D float64 with contiguous rows; the
+        caller guarantees c + L <= src's and dst's columns and lo + L <= dst's states."""
+        if not (isinstance(src, types.Array) and isinstance(src.dtype, Lanes) and src.ndim == 2
+                and isinstance(dst, types.Array) and dst.dtype == types.float64 and dst.ndim == 3):
+            return None
+        L = src.dtype.width
+
+        def codegen(context, builder, sig, args):
+            sty, dty = sig.args[0], sig.args[1]
+            S = make_array(sty)(context, builder, args[0])
+            D = make_array(dty)(context, builder, args[1])
+            rr, cc, l0 = args[2], args[3], args[4]
+            intp = context.get_value_type(types.intp)
+            vt = ir.VectorType(ir.DoubleType(), L)
+            cols = []
+            for j in range(L):
+                p = cgutils.get_item_pointer(context, builder, sty, S, [rr, builder.add(cc, ir.Constant(intp, j))])
+                cols.append(builder.load(builder.bitcast(p, vt.as_pointer()), align=8))
+            for lane in range(L):
+                k = ir.Constant(_I32, lane)
+                row = ir.Constant(vt, ir.Undefined)
+                for j in range(L):
+                    row = builder.insert_element(row, builder.extract_element(cols[j], k), ir.Constant(_I32, j))
+                p = cgutils.get_item_pointer(context, builder, dty, D, [builder.add(l0, ir.Constant(intp, lane)), rr, cc])
+                builder.store(row, builder.bitcast(p, vt.as_pointer()), align=8)
+            return context.get_dummy_value()
+        return types.void(src, dst, types.intp, types.intp, types.intp), codegen
+
 else:
     def as_lanes(arr, tag):
         """Lanes are numba's: without numba the batch computes one state at a time."""
+        raise RuntimeError("sva_linearizer: lanes need numba")
+
+    def store_transposed(src, dst, r, c, lo):
+        """Lanes are numba's (see as_lanes)."""
         raise RuntimeError("sva_linearizer: lanes need numba")
 
 

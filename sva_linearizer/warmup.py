@@ -44,9 +44,9 @@ from ._jit import COMPILE_ENV, HAVE_NUMBA, QUIET_ENV, mark_plain, mark_ready, se
 # the progress message's estimates (seconds of CPU time, fastest-slowest) of a cold compile on a
 # shared 2-core machine with numba 0.68 (`sva-linearizer compile --report`); `compile` spreads them
 # over compile_jobs() processes
-ESTIMATE_S = {"core": (180, 300), "batch": (8, 30), "contacts": (120, 250), "contacts_batch": (12, 40),
+ESTIMATE_S = {"core": (180, 300), "batch": (80, 150), "contacts": (120, 250), "contacts_batch": (12, 40),
               "second_order": (30, 60)}
-WHAT = {"core": "the numba kernels", "batch": "the parallel kernel of linearize_batch",
+WHAT = {"core": "the numba kernels", "batch": "the lockstep kernel of linearize_batch (the pipeline on lanes)",
         "contacts": "the contact kernels (frames, rigid contacts, contact forces)",
         "contacts_batch": "the parallel kernel of linearize_batch with contacts",
         "second_order": "the second-order derivatives of inverse dynamics"}
@@ -244,8 +244,8 @@ CONTACTS = "linearize with contacts and contact forces"
 
 # What the warm-up runs, in order (each stage after those it names in `after`; the longest chains
 # first, so that a compile over several processes keeps them busy). "core": everything
-# one state needs; "batch": linearize_batch's parallel kernel (ensure_compiled("batch") in
-# linearize_batch); "contacts": one state with contacts (frames.py, linearization/with_contacts.py);
+# one state needs; "batch": linearize_batch's lockstep kernel, the pipeline compiled on lanes
+# (linearization/batch.py); "contacts": one state with contacts (frames.py, linearization/with_contacts.py);
 # "contacts_batch": linearize_batch(contacts=)'s parallel kernel (contacts_chunk); "second_order":
 # extended_inverse_dynamics_second_derivatives. A new kernel needs a stage that calls it.
 WARMUP_STAGES = [
@@ -256,11 +256,11 @@ WARMUP_STAGES = [
     Stage("contacts", CONSTRAINED, _stage_constrained_dynamics, (ID, MINV, FD)),
     Stage("core", LINEARIZE, _stage_linearize, (ID, ID_DERIVATIVES, MINV, FD)),
     Stage("core", DISCRETE, _stage_discrete, (LINEARIZE,)),
+    Stage("batch", "linearize_batch (lanes), with and without dt", _stage_batch, (LINEARIZE, DISCRETE)),
     Stage("contacts", CONTACTS, _stage_contacts, (LINEARIZE, DISCRETE, CONSTRAINED, ID_DERIVATIVES)),
     Stage("contacts_batch", "linearize_batch with contacts (parallel)", _stage_contacts_batch, (CONTACTS,)),
     Stage("contacts", "frames", _stage_frames, (ID,)),
     Stage("second_order", "second-order derivatives of inverse dynamics", _stage_second_order, (ID,)),
-    Stage("batch", "linearize_batch (parallel), with and without dt", _stage_batch, (LINEARIZE, DISCRETE)),
     Stage("core", "mass matrix (CRBAmb)", _stage_mass_matrix),
 ]
 
@@ -444,7 +444,7 @@ def ensure_compiled(group="core", verbose=None, force=False):
     """Compile the group's kernels now if numba's on-disk cache is cold for them, saying so on stderr.
 
     group: "core" (what one state needs: linearize, dynamics, Minv, ID and its derivatives, both
-    bases, discrete time), "batch" (linearize_batch's parallel kernel) or "all". Returns a dict:
+    bases, discrete time), "batch" (linearize_batch's lockstep kernel) or "all". Returns a dict:
     ``status`` ("warm": nothing to do; "compiled": this call warmed the cache up; "waited": another
     process did; "failed": a stage raised, now or in an earlier process for the same sources;
     "skipped": no numba, SVA_LINEARIZER_QUIET set, or a call from inside the warm-up),

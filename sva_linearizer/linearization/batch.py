@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 from .._jit import HAVE_NUMBA, PLAIN_ONLY, compiled, decide_groups, direct, is_direct, njit
 from .._arrays import kernel_array, real_array
 from .._intrinsics import borrow
-from .._lanes import aligned_empty, as_lanes, lane_width
+from .._lanes import aligned_empty, as_lanes, lane_width, store_transposed
 
 COMPILE_GROUP = "batch"     # the compile group of this module's kernels (_jit)
 from ..coupling import is_coupled
@@ -146,16 +146,26 @@ def lane_group(ib, fb, ml, dl, Q, V, TAU, OA, OB, status, dt, SA, SB, lo, hi, QL
         m, d, _ = views(ib, fb)
         _one_by_one(m, d, Q, V, TAU, OA, OB, status, dt, SA, SB, lo, hi)
         return
-    nx, nc, used = OB.shape[1], OB.shape[2], hi - lo
-    for lane in range(used):
+    for lane in range(hi - lo):
         status[lo + lane] = 0
-    for r in range(nx):         # each lane vector of AL, BL read once, its lanes to their states
-        for c in range(nx):
-            for lane in range(used):
-                OA[lo + lane, r, c] = AL[r, c, lane]
-        for c in range(nc):
-            for lane in range(used):
-                OB[lo + lane, r, c] = BL[r, c, lane]
+    copy_out(AL, A, OA, lo, hi)
+    copy_out(BL, B, OB, lo, hi)
+
+
+@njit(inline="always")
+def copy_out(XL, X, OX, lo, hi):
+    """OX[lo + l] = lane l of X (XL: the same memory as floats, (rows, cols, L)) for l < hi - lo:
+    blocks of L columns of a full group transposed in registers (store_transposed), the rest one
+    entry at a time."""
+    width = XL.shape[2]
+    rows, cols = XL.shape[0], XL.shape[1]
+    c_end = cols - cols % width if hi - lo == width else 0
+    for r in range(rows):
+        for c in range(0, c_end, width):
+            store_transposed(X, OX, r, c, lo)
+        for c in range(c_end, cols):
+            for lane in range(hi - lo):
+                OX[lo + lane, r, c] = XL[r, c, lane]
 
 
 _LANES_ENTRY: dict = {}     # lane width -> batch_lanes's compiled code without dispatch (_jit.direct)

@@ -56,6 +56,43 @@ def _neg_block(Minv, X, out, j0, j1, i0, i1, p0, p1, rows):
             out[i, j + nv] = -b
 
 
+@njit(inline="always")
+def _neg_pair(Minv, X, out, j0, i, p0, p1, rows):
+    """Rows i and i + 1 of window j0 (exactly WIDTH = 4 columns of each half) with their 16 sums in
+    registers: the tiles' arithmetic, for arrays of Lanes (each element a vector of states), where
+    _neg_block would reload Minv's and X's vectors for every entry."""
+    nv = Minv.shape[0]
+    j1, v0 = j0 + 1, j0 + nv
+    j2, j3, v1, v2, v3 = j0 + 2, j0 + 3, v0 + 1, v0 + 2, v0 + 3
+    a0 = a1 = a2 = a3 = b0 = b1 = b2 = b3 = 0.0 * Minv[0, 0]
+    c0 = c1 = c2 = c3 = e0 = e1 = e2 = e3 = 0.0 * Minv[0, 0]
+    for p in range(p0, p1):
+        k = rows[p]
+        m0, m1 = Minv[k, i], Minv[k, i + 1]
+        x0, x1, x2, x3 = X[k, j0], X[k, j1], X[k, j2], X[k, j3]
+        y0, y1, y2, y3 = X[k, v0], X[k, v1], X[k, v2], X[k, v3]
+        a0 += x0 * m0
+        a1 += x1 * m0
+        a2 += x2 * m0
+        a3 += x3 * m0
+        b0 += y0 * m0
+        b1 += y1 * m0
+        b2 += y2 * m0
+        b3 += y3 * m0
+        c0 += x0 * m1
+        c1 += x1 * m1
+        c2 += x2 * m1
+        c3 += x3 * m1
+        e0 += y0 * m1
+        e1 += y1 * m1
+        e2 += y2 * m1
+        e3 += y3 * m1
+    out[i, j0], out[i, j1], out[i, j2], out[i, j3] = -a0, -a1, -a2, -a3
+    out[i, v0], out[i, v1], out[i, v2], out[i, v3] = -b0, -b1, -b2, -b3
+    out[i + 1, j0], out[i + 1, j1], out[i + 1, j2], out[i + 1, j3] = -c0, -c1, -c2, -c3
+    out[i + 1, v0], out[i + 1, v1], out[i + 1, v2], out[i + 1, v3] = -e0, -e1, -e2, -e3
+
+
 def _neg_tile_py(height):
     def neg_tile(Minv, X, out, j0, i0, p0, p1, rows):
         """Rows i0..i0+height-1 of window j0 (the plain-Python form of the tile intrinsics)."""
@@ -138,9 +175,14 @@ if HAVE_NUMBA:
     set_plain_form(neg_tile6, _neg_tile_py(6))
     from numba.extending import overload as _overload
 
+    @njit(inline="always")
+    def _lane_tile(Minv, X, out, j0, i0, height, p0, p1, rows):
+        for i in range(i0, i0 + height, 2):
+            _neg_pair(Minv, X, out, j0, i, p0, p1, rows)
+
     def _tile_or_block(height, tile):
         """The tile intrinsic for float64 arrays; for arrays of Lanes (_lanes.py), where every
-        element is already a vector of states, the plain block of the same rows."""
+        element is already a vector of states, the same rows by pairs (_neg_pair)."""
         plain = _neg_tile_py(height)
 
         def tile_any(Minv, X, out, j0, i0, p0, p1, rows):
@@ -150,8 +192,7 @@ if HAVE_NUMBA:
         def _typed(Minv, X, out, j0, i0, p0, p1, rows):
             if Minv.dtype == _types.float64:
                 return lambda Minv, X, out, j0, i0, p0, p1, rows: tile(Minv, X, out, j0, i0, p0, p1, rows)
-            return lambda Minv, X, out, j0, i0, p0, p1, rows: _neg_block(Minv, X, out, j0, j0 + WIDTH, i0,
-                                                                          i0 + height, p0, p1, rows)
+            return lambda Minv, X, out, j0, i0, p0, p1, rows: _lane_tile(Minv, X, out, j0, i0, height, p0, p1, rows)
         return tile_any
 
     tile4, tile6 = _tile_or_block(4, neg_tile4), _tile_or_block(6, neg_tile6)
@@ -172,7 +213,7 @@ def neg_minv_times(Minv, X, out, gstart, gptr, grows):
     if (X.shape[0] != nv or X.shape[1] != 2 * nv or out.shape[0] != nv or out.shape[1] != 2 * nv
             or gptr.shape[0] != ng + 1 or Minv.shape[1] != nv):
         raise ValueError("neg_minv_times: X, out or the windows do not match Minv's size")   # the tiles index unchecked
-    vectors = nv >= WIDTH and X.strides[1] == 8 and out.strides[1] == 8
+    vectors = nv >= WIDTH and X.strides[1] == X.itemsize and out.strides[1] == out.itemsize
     for g in range(ng):
         j0, p0, p1 = gstart[g], gptr[g], gptr[g + 1]
         if not vectors:

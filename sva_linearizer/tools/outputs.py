@@ -31,7 +31,8 @@ def _random_q(m, rng, n=None):
 
 def save(path: str, robots) -> None:
     """linearize (with dt), forward dynamics, M, M^-1, EIDAmb and its derivatives, contacts on the
-    FEET robots, a frame Jacobian and a batch, for three random states of each robot."""
+    FEET robots, a frame Jacobian, for three random states of each robot, and a batch of 19 states
+    with and without dt."""
     out = {}
     for name in robots:
         m = load_robot(name)
@@ -57,11 +58,11 @@ def save(path: str, robots) -> None:
                 for f in ("A", "B", "forces", "dforces_dz", "dforces_dtau"):
                     out[f"{key}_c_{f}"] = getattr(lc, f)
                 out[f"{key}_fj"] = sl.frame_jacobian(m, st, FEET[name][0], reference="world_aligned")
-        rng = np.random.default_rng(7)
-        Qb = _random_q(m, rng, 5)
-        Vb, Tb = rng.normal(size=(5, m.nv)), rng.normal(size=(5, m.nj))
-        OA, OB = sl.linearize_batch(m, Qb, Vb, Tb)
-        out[f"{name}_batch_A"], out[f"{name}_batch_B"] = OA, OB
+        rng = np.random.default_rng(7)      # two lockstep groups of 8 and a part-filled one
+        Qb = _random_q(m, rng, 19)
+        Vb, Tb = rng.normal(size=(19, m.nv)), rng.normal(size=(19, m.nj))
+        out[f"{name}_batch_A"], out[f"{name}_batch_B"] = sl.linearize_batch(m, Qb, Vb, Tb)
+        out[f"{name}_batch_Ad"], out[f"{name}_batch_Bd"] = sl.linearize_batch(m, Qb, Vb, Tb, dt=0.01)
     np.savez(path, **out)
     print(len(out), "arrays saved to", path)
 
