@@ -9,8 +9,9 @@ as ordinary Python: the same numbers, only slower.
 With numba, each kernel belongs to a compile group ("core": one state; "batch": linearize_batch's
 lockstep kernel, the pipeline compiled on lanes; "contacts": frames and contacts;
 "contacts_batch": linearize_batch with contacts; "second_order": the second-order derivatives of
-inverse dynamics; PLAIN_ONLY: kernels never compiled; a module sets COMPILE_GROUP, njit's `group=` overrides it). The first time a process calls a
-kernel of a group from Python, the group's state is decided (`compile_policy`):
+inverse dynamics; PLAIN_ONLY: kernels never compiled; a module sets COMPILE_GROUP, njit's `group=`
+overrides it). The first time a process calls a kernel of a group from Python, the group's state
+is decided (`compile_policy`):
   * its compiled code is in numba's cache (is_warm): it is loaded and used;
   * otherwise, by default ("background"), the group compiles in a background process that fills
     the cache, and until it is done every call of the group's kernels runs their plain-Python

@@ -385,7 +385,8 @@ if HAVE_NUMBA:
                 row = ir.Constant(vt, ir.Undefined)
                 for j in range(L):
                     row = builder.insert_element(row, builder.extract_element(cols[j], k), ir.Constant(_I32, j))
-                p = cgutils.get_item_pointer(context, builder, dty, D, [builder.add(l0, ir.Constant(intp, lane)), rr, cc])
+                state = builder.add(l0, ir.Constant(intp, lane))
+                p = cgutils.get_item_pointer(context, builder, dty, D, [state, rr, cc])
                 builder.store(row, builder.bitcast(p, vt.as_pointer()), align=8)
             return context.get_dummy_value()
         return types.void(src, dst, types.intp, types.intp, types.intp), codegen

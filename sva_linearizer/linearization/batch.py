@@ -10,15 +10,16 @@ is computed again state by state with the one-state kernels, which give each sta
 status and result.
 
 The groups are handed out from a shared counter to worker threads (the calling thread among
-them), each on a workspace of its own, with the GIL released (numba's nogil). A thread slowed down by other work on its core simply takes fewer
-chunks: a busy core costs its share, not the whole batch (a static split across numba's OpenMP
+them), each on a workspace of its own, with the GIL released (numba's nogil). A thread slowed
+down by other work on its core simply takes fewer groups: a busy core costs its share, not the
+whole batch (a static split across numba's OpenMP
 threads made a batch 4-7x slower than the same states one by one on a loaded machine). The same
 mechanism serves any number of concurrent batches from several Python threads.
 
-Threads: SVA_LINEARIZER_NUM_THREADS, else the CPUs this process may run on; 1 without numba
-(the pure-Python kernels hold the GIL). While the batch kernels are not compiled (numba absent,
-or their background compile still running) `batch_chunk` computes the states one at a time in
-plain Python around the one-state kernels."""
+Threads: SVA_LINEARIZER_NUM_THREADS, else the CPUs this process may run on, at most one per
+THREAD_WORK of work; 1 without numba (the pure-Python kernels hold the GIL). While the batch
+kernels are not compiled (numba absent, or their background compile still running) `batch_chunk`
+computes the states one at a time in plain Python around the one-state kernels."""
 from __future__ import annotations
 
 import itertools
@@ -49,6 +50,10 @@ from .with_contacts import batch_contacts
 
 _pool = None
 _pool_lock = threading.Lock()
+# nv^2 x states per worker thread, when SVA_LINEARIZER_NUM_THREADS does not set the count: about
+# 0.3 ms of one thread's work on lanes (64 ur5 or solo12 states ran slower on two threads than on one,
+# 64 g1_29dof states 1.3x faster: `sva-linearizer bench --horizon 64`, 2-core Xeon)
+THREAD_WORK = 30000
 
 
 def num_threads() -> int:
@@ -256,6 +261,10 @@ def linearize_batch(model: Model, q_batch: ArrayLike, v_batch: ArrayLike, tau_ba
     width = lane_width() if lanes else 1
     groups = -(-N // width)
     nthreads = min(num_threads(), groups)
+    if not os.environ.get("SVA_LINEARIZER_NUM_THREADS", "").strip():
+        # a thread per THREAD_WORK of work (nv^2 per state, as the pipeline's cost grows), at least one:
+        # a horizon of small robots is done before a second thread would have taken its share
+        nthreads = min(nthreads, max(1, N * nv * nv // THREAD_WORK))
     counter = itertools.count()
     status = np.zeros(N, dtype=np.int64)
     if lanes:

@@ -427,8 +427,8 @@ def cmd_profile(args) -> int:
 
         width = lane_width()
         counts = vector_instruction_counts(width)
-        print(f"double-precision multiply / add / subtract / divide / fused multiply-add instructions in the "
-              f"machine code of linearize_state (ur5's call; the code is the same for every robot):")
+        print("double-precision multiply / add / subtract / divide / fused multiply-add instructions in the "
+              "machine code of linearize_state (ur5's call; the code is the same for every robot):")
         for name, label in (("one_state", "one state"), ("lanes", f"lanes of {width} (linearize_batch)")):
             c = counts[name]
             print(f"  {label:<32} scalar {c['scalar']:>6}  xmm (2) {c['xmm']:>6}  ymm (4) {c['ymm']:>6}  "
