@@ -290,23 +290,18 @@ if HAVE_NUMBA:
             return types.boolean(c), codegen
         return reduce
 
-    _any, _all = _reduction(False), _reduction(True)
+    def _mask_overload(fn, reduce):
+        """fn(c): c itself for a bool, `reduce` of a LaneMask."""
+        @overload(fn)
+        def _ov(c):
+            if isinstance(c, types.Boolean):
+                return lambda c: c
+            if isinstance(c, LaneMask):
+                return lambda c: reduce(c)
+            return None
 
-    @overload(any_lane)
-    def _ov_any_lane(c):
-        if isinstance(c, types.Boolean):
-            return lambda c: c
-        if isinstance(c, LaneMask):
-            return lambda c: _any(c)
-        return None
-
-    @overload(all_lanes)
-    def _ov_all_lanes(c):
-        if isinstance(c, types.Boolean):
-            return lambda c: c
-        if isinstance(c, LaneMask):
-            return lambda c: _all(c)
-        return None
+    _mask_overload(any_lane, _reduction(False))
+    _mask_overload(all_lanes, _reduction(True))
 
     @intrinsic
     def _select(typingctx, c, a, b):
