@@ -255,16 +255,19 @@ def make_plant(kind: str, robot: str, model, q0, feet):
 
 def run_sim_control(robot="quadruped", rate=100.0, seconds=10.0, plant="pinocchio", push_at=1.0,
                     push_force=0.5, push_seconds=0.1, transport=None, kind="dds", out=sys.stdout,
-                    command_timeout_s=2.0) -> int:
+                    command_timeout_s=2.0, startup_timeout_s=60.0) -> int:
     """The robot in a lockstep loop with a controller elsewhere, as a ros2_control loop with a
     synchronous controller runs it: each period k it publishes its state (odom, the contact set,
     then joint_states with ``effort`` = the torques of the period before), stamped with its own
     clock (t0 + k / rate, the wall clock at the start), waits for the torque command that answers
     it on ``effort_controller/commands`` (up to ``command_timeout_s``; then it keeps the last one
     and counts the period late), and integrates the period with it (10 substeps), at most in real
-    time. A quadruped stands on its feet (rigid point contacts with a Baumgarte corrector) and is
-    pushed ``push_at`` s into the loop by a horizontal force of ``push_force`` times its weight on
-    the base for ``push_seconds``. Prints the loop's round trip (state out -> command in)."""
+    time. The loop opens on the first answer: until it comes (up to ``startup_timeout_s``) the first
+    state is published again every :data:`RESEND_S`, as a sample sent before both ends of a
+    best-effort topic have matched each other is lost. A quadruped stands on its feet (rigid point
+    contacts with a Baumgarte corrector) and is pushed ``push_at`` s into the loop by a horizontal
+    force of ``push_force`` times its weight on the base for ``push_seconds``. Prints the loop's
+    round trip (state out -> command in)."""
     from sva_linearizer.robots import load_robot
 
     from .node import QOS_STATE_PUB
@@ -302,17 +305,24 @@ def run_sim_control(robot="quadruped", rate=100.0, seconds=10.0, plant="pinocchi
     steps = int(round(seconds * rate)) if seconds is not None else None
     t0_ns = time.time_ns()
     round_trip, late, k, pushed = [], 0, 0, False
+
+    def publish_state(stamp):
+        if feet:
+            pub_contacts.publish(contacts_msg(T, stamp, feet))
+            pub_odom.publish(odometry_msg(T, stamp, q[0:3], q[3:7], v[0:6], child_frame_id=model.base_name))
+            pub_js.publish(joint_state_msg(T, stamp, names, q[7:], v[6:], tau))
+        else:
+            pub_js.publish(joint_state_msg(T, stamp, names, q, v, tau))
+
     start = time.monotonic()
     try:
         while steps is None or k < steps:
             stamp = t0_ns + int(round(k * period * 1e9))
             before, sent_at = latest["n"], time.monotonic()
-            if feet:
-                pub_contacts.publish(contacts_msg(T, stamp, feet))
-                pub_odom.publish(odometry_msg(T, stamp, q[0:3], q[3:7], v[0:6], child_frame_id=model.base_name))
-                pub_js.publish(joint_state_msg(T, stamp, names, q[7:], v[6:], tau))
-            else:
-                pub_js.publish(joint_state_msg(T, stamp, names, q, v, tau))
+            publish_state(stamp)
+            if k == 0:
+                sent_at = _open_loop(transport, latest, publish_state, stamp, startup_timeout_s)
+                start = time.monotonic()
             limit = sent_at + command_timeout_s
             while latest["n"] == before and time.monotonic() < limit:
                 transport.spin_once(0.005)
@@ -345,6 +355,30 @@ def run_sim_control(robot="quadruped", rate=100.0, seconds=10.0, plant="pinocchi
         if own:
             transport.close()
     return 0
+
+
+RESEND_S = 0.1  # the first state's resend period while the loop opens
+
+
+def _open_loop(transport, latest, publish_state, stamp, timeout_s) -> float:
+    """Publish the first state every RESEND_S until a command answers it (or timeout_s passes).
+    If it was sent more than once, the answers to the copies still on their way are taken before
+    the loop starts: each copy was sent before the first answer came, so its own answer comes
+    within one more such wait (answer time - first send), plus RESEND_S. Returns when the last
+    copy was sent."""
+    before, first_sent = latest["n"], time.monotonic()
+    sent_at, limit, resent = first_sent, first_sent + timeout_s, False
+    while latest["n"] == before and time.monotonic() < limit:
+        transport.spin_once(0.005)
+        if latest["n"] == before and time.monotonic() >= sent_at + RESEND_S:
+            sent_at, resent = time.monotonic(), True
+            publish_state(stamp)
+    if resent and latest["n"] != before:
+        answered_at = latest["at"]
+        until = min(answered_at + (answered_at - first_sent) + RESEND_S, limit)
+        while time.monotonic() < until:
+            transport.spin_once(0.005)
+    return sent_at
 
 
 def _total_mass(model) -> float:
