@@ -141,8 +141,15 @@ if HAVE_NUMBA:
             return L
         return None
 
+    # Templates for the CPU target are tried before numba's generic ones: an operation on Lanes
+    # then types at its first template instead of after every built-in one has failed (each
+    # failure formats its signatures); an operation on numbers fails here at once.
+    _FIRST = {"target": "cpu"}
+
     def _binary(op, result, lower):
         class _Typing(AbstractTemplate):
+            metadata = _FIRST
+
             def generic(self, args, kws):
                 L = _lanes_of(args)
                 if L is not None:
@@ -167,6 +174,8 @@ if HAVE_NUMBA:
                 (builder.fcmp_unordered if _code == "!=" else builder.fcmp_ordered)(_code, args[0], args[1]))
 
     class _Negate(AbstractTemplate):
+        metadata = _FIRST
+
         def generic(self, args, kws):
             if len(args) == 1 and isinstance(args[0], Lanes):
                 return signature(args[0], args[0])
