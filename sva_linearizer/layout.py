@@ -155,7 +155,7 @@ def _generate(carve):
 views_py = _generate(_carve_view_py)          # plain Python (Data's numpy views)
 # compiled, inlined into every entry point; `carve_view` builds each view directly (an array
 # .reshape in numba calls a C helper each time: ~60 of them cost ~1.5 us per call)
-views = njit(inline="always")(_generate(carve_view))
+views = njit(inline="ir")(_generate(carve_view))
 set_plain_form(views, views_py)
 
 
@@ -190,7 +190,7 @@ def kernel(fn):
     src = "\n" * (first - 1) + f"def {name}(m, d, {args}):\n    return {name}__buffers(m.ibuf, m.fbuf, {args})\n"
     ns = {"__name__": fn.__module__, f"{name}__buffers": njit(buffers)}
     exec(compile(src, fn.__code__.co_filename, "exec"), ns)  # noqa: S102 - a one-line wrapper
-    shim = njit(inline="always")(ns[name])
+    shim = njit(inline="ir")(ns[name])
     shim.__doc__ = fn.__doc__
     shim.plain_source = fn          # its plain form is fn's (no buffers to carve)
     return shim

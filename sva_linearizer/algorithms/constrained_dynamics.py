@@ -164,12 +164,12 @@ def workspace_size(nv: int, n: int, mc: int, mf: int) -> int:
     return sum(r * c for r, c in _ws_shapes(nv, n, mc, mf))
 
 
-@njit(inline="always")
+@njit(inline="ir")
 def _take(ws, o, shape):
     return carve_view(ws, o, shape), o + shape[0] * shape[1]
 
 
-@njit(inline="always")
+@njit(inline="ir")
 def _carve_ws(nv, n, mc, mf, ws):
     """The pipeline's scratch arrays (_ws_shapes), views of one flat buffer."""
     sh = _ws_shapes_c(nv, n, mc, mf)
@@ -275,7 +275,7 @@ def constrained_acceleration(m, d, q, vel, tau, fset, fvec, cset, ws, lam):
     return 0
 
 
-@njit(inline="always")
+@njit(inline="ir")
 def plan_views(nv, nj, pi, pf):
     """A ContactPlan's arrays as views of its two flat buffers (header: ContactPlan.__init__):
     (the input forces' set (SetViews), the input forces, the contacts' set, the workspace, the

@@ -377,7 +377,7 @@ def contact_rows(m, d, ncol, dim, wa, kp, kd, e, JL, vel, derivatives, R, J, Jq,
     return ncol
 
 
-@njit(inline="always")
+@njit(inline="ir")
 def _carve_terms(nv, dim, buf, o):
     """The views of contact_rows' outputs in the flat buffer buf from offset o (one argument for
     all of them: cheap calls; carve_view, not reshape: no helper call per view)."""
@@ -418,7 +418,7 @@ def constraint_size(nv: int, c) -> int:
     return terms_size(nv, c.rows) * 2 + LOOP_SCRATCH if isinstance(c, Loop) else terms_size(nv, c.dim)
 
 
-@njit(inline="always")
+@njit(inline="ir")
 def _loop_scratch(nv, dim, buf, o):
     """A loop's views after frame_a's terms at o: frame_b's terms (_carve_terms), then R12 = R_a^T R_b,
     p12 = R_a^T (p_b - p_a) (c_b's pose in c_a) and 6-vectors of scratch."""

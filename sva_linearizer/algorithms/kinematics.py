@@ -128,7 +128,7 @@ def axis_joint_transform(a, sg, q, w, S, Sig, Y):
     Y[c, 3], Y[c, 4], Y[c, 5] = ecb * rb0 + ebb * rc0, ecb * rb1 + ebb * rc1, ecb * rb2 + ebb * rc2
 
 
-@njit(inline="always")
+@njit(inline="ir")
 def split_state(m, q, vel):
     """(quat, s, v_base, r) as views of the flat vectors (empty quat and v_base for a fixed base)."""
     if m.floating:
