@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """linearize_batch's lockstep groups (sva_linearizer/_lanes.py, linearization/batch.py): the lane
-type's arithmetic against numpy lane by lane, every robot's batch against its states one at a
-time (with and without dt, a last group filled up), failing states inside a group, and the
-vector instructions in the compiled batch kernel."""
+type's arithmetic against numpy lane by lane, helpers inlined by numba on numbers and by LLVM on
+lanes, every robot's batch against its states one at a time (with and without dt, a last group
+filled up), failing states inside a group, and the vector instructions in the compiled batch
+kernel."""
 from __future__ import annotations
 
 import math
@@ -73,6 +74,48 @@ def test_a_branch_on_lanes_does_not_compile():
 
     with pytest.raises(numba.core.errors.TypingError):
         kernel(aligned_empty((1, 4), 4), (0.0,) * 4)
+
+
+@needs_numba
+def test_helpers_are_inlined_by_numba_on_numbers_and_by_llvm_on_lanes():
+    """The package's helpers (njit's inline="always") use _jit._inline_unless_vector: numba inlines
+    a helper's IR into a function compiled on numbers (the helper gets no machine code of its own),
+    and a function compiled on lanes calls the helper compiled once per signature (which LLVM
+    inlines). Same numbers both ways."""
+    import numba
+
+    from sva_linearizer._jit import _inline_unless_vector
+    from sva_linearizer._lanes import aligned_empty, as_lanes
+
+    @numba.njit(inline=_inline_unless_vector, forceinline=True)
+    def helper(a, b):
+        return a * b + 1.0
+
+    @numba.njit
+    def on_numbers(X):
+        X[0] = helper(X[0], X[1])
+        X[1] = helper(X[1], 2.0)
+
+    @numba.njit
+    def lanes_kernel(x):
+        x[0] = helper(x[0], x[1])
+        x[1] = helper(x[1], 2.0)
+
+    @numba.njit
+    def on_lanes(X, tag):
+        lanes_kernel(as_lanes(X, tag))
+
+    X = np.array([2.0, 3.0])
+    on_numbers(X)
+    assert list(X) == [7.0, 7.0]
+    assert helper.signatures == []
+    XL = aligned_empty((2, 4), 4)
+    XL[0], XL[1] = [2.0, -1.0, 0.5, 4.0], [3.0, 2.0, -2.0, 0.25]
+    a, b = XL[0].copy(), XL[1].copy()
+    on_lanes(XL, (0.0,) * 4)
+    np.testing.assert_array_equal(XL, np.array([a * b + 1.0, b * 2.0 + 1.0]))
+    assert len(helper.signatures) == 2
+    assert all(any("Lanes4" in str(t) for t in sig) for sig in helper.signatures)
 
 
 def _batch_ready():
