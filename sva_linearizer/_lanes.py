@@ -22,12 +22,15 @@ the same as without them):
     all_lanes(c)     every lane's c holds
     where(c, a, b)   a where c holds, else b, lane by lane (both evaluated; for a scalar: a if c else b)
 
+Two more helpers are the plain operation on numbers: `matmul(a, b, out)` (np.dot, BLAS; a loop on
+Lanes) and `zero_like(x)` (0.0 in x's type: a variable that becomes Lanes starts as Lanes).
+
 A kernel that returns a failure status on any_lane(...) fails the whole group; the batch then
 computes that group's states one at a time (the one-state kernels give each its own status).
 """
 from __future__ import annotations
 
-from ._jit import HAVE_NUMBA
+from ._jit import HAVE_NUMBA, njit
 
 
 def any_lane(c):
@@ -43,6 +46,19 @@ def all_lanes(c):
 def where(c, a, b):
     """a where c holds, else b (lane by lane on Lanes; both a and b are evaluated)."""
     return a if c else b
+
+
+def zero_like(x):
+    """0.0 of x's type (Lanes of zeros for Lanes): a variable that becomes Lanes later starts so."""
+    return 0.0
+
+
+def matmul(a, b, out):
+    """out = a b for 2-D arrays: numpy's np.dot(a, b, out) (BLAS) on numbers; on Lanes a loop, each
+    row of out summed over k in order."""
+    import numpy as np
+
+    np.dot(a, b, out)
 
 
 _HOST_WIDTH = None     # the host CPU's width, asked of LLVM once (~0.3 ms)
@@ -336,6 +352,30 @@ if HAVE_NUMBA:
             return lambda c, a, b: _select(c, a, b)
         return None
 
+    @overload(zero_like)
+    def _ov_zero_like(x):
+        if isinstance(x, Lanes):
+            return lambda x: _select(True, 0.0, x)
+        if isinstance(x, (types.Float, types.Integer)):
+            return lambda x: 0.0
+        return None
+
+    @overload(matmul)
+    def _ov_matmul(a, b, out):
+        if not all(isinstance(x, types.Array) and x.ndim == 2 for x in (a, b, out)):
+            return None
+        if isinstance(out.dtype, Lanes):
+            def lanes_matmul(a, b, out):
+                for i in range(out.shape[0]):
+                    for j in range(out.shape[1]):
+                        out[i, j] = 0.0
+                    for k in range(a.shape[1]):
+                        x = a[i, k]
+                        for j in range(out.shape[1]):
+                            out[i, j] += x * b[k, j]
+            return lanes_matmul
+        return lambda a, b, out: np.dot(a, b, out)
+
     @intrinsic
     def as_lanes(typingctx, arr, tag):
         """A C-contiguous float64 array of shape (..., L) as the array (...) of Lanes(L), a view
@@ -407,6 +447,22 @@ else:
     def store_transposed(src, dst, r, c, lo):
         """Lanes are numba's (see as_lanes)."""
         raise RuntimeError("sva_linearizer: lanes need numba")
+
+
+@njit(inline="always")
+def copy_out(XL, X, OX, lo, hi):
+    """OX[lo + l] = lane l of X (XL: the same memory as floats, (rows, cols, L)) for l < hi - lo:
+    blocks of L columns of a full group transposed in registers (store_transposed), the rest one
+    entry at a time."""
+    width = XL.shape[2]
+    rows, cols = XL.shape[0], XL.shape[1]
+    c_end = cols - cols % width if hi - lo == width else 0
+    for r in range(rows):
+        for c in range(0, c_end, width):
+            store_transposed(X, OX, r, c, lo)
+        for c in range(c_end, cols):
+            for lane in range(hi - lo):
+                OX[lo + lane, r, c] = XL[r, c, lane]
 
 
 def aligned_empty(shape, width: int):

@@ -44,11 +44,11 @@ from ._jit import COMPILE_ENV, HAVE_NUMBA, QUIET_ENV, mark_plain, mark_ready, se
 # the progress message's estimates (seconds of CPU time, fastest-slowest) of a cold compile on a
 # shared 2-core machine with numba 0.68 (`sva-linearizer compile --report`); `compile` spreads them
 # over compile_jobs() processes
-ESTIMATE_S = {"core": (180, 300), "batch": (40, 90), "contacts": (120, 250), "contacts_batch": (12, 40),
+ESTIMATE_S = {"core": (180, 300), "batch": (40, 90), "contacts": (120, 250), "contacts_batch": (30, 70),
               "second_order": (30, 60)}
 WHAT = {"core": "the numba kernels", "batch": "the lockstep kernel of linearize_batch (the pipeline on lanes)",
         "contacts": "the contact kernels (frames, rigid contacts, contact forces)",
-        "contacts_batch": "the parallel kernel of linearize_batch with contacts",
+        "contacts_batch": "the lockstep kernel of linearize_batch with contacts (the contact pipeline on lanes)",
         "second_order": "the second-order derivatives of inverse dynamics"}
 
 _lock = threading.RLock()
@@ -246,7 +246,7 @@ CONTACTS = "linearize with contacts and contact forces"
 # first, so that a compile over several processes keeps them busy). "core": everything
 # one state needs; "batch": linearize_batch's lockstep kernel, the pipeline compiled on lanes
 # (linearization/batch.py); "contacts": one state with contacts (frames.py, linearization/with_contacts.py);
-# "contacts_batch": linearize_batch(contacts=)'s parallel kernel (contacts_chunk); "second_order":
+# "contacts_batch": linearize_batch(contacts=)'s lockstep kernel (contacts_lanes); "second_order":
 # extended_inverse_dynamics_second_derivatives. A new kernel needs a stage that calls it.
 WARMUP_STAGES = [
     Stage("core", ID, _stage_inverse_dynamics),
@@ -258,7 +258,7 @@ WARMUP_STAGES = [
     Stage("core", DISCRETE, _stage_discrete, (LINEARIZE,)),
     Stage("batch", "linearize_batch (lanes), with and without dt", _stage_batch, (LINEARIZE, DISCRETE)),
     Stage("contacts", CONTACTS, _stage_contacts, (LINEARIZE, DISCRETE, CONSTRAINED, ID_DERIVATIVES)),
-    Stage("contacts_batch", "linearize_batch with contacts (parallel)", _stage_contacts_batch, (CONTACTS,)),
+    Stage("contacts_batch", "linearize_batch with contacts (lanes)", _stage_contacts_batch, (CONTACTS,)),
     Stage("contacts", "frames", _stage_frames, (ID,)),
     Stage("second_order", "second-order derivatives of inverse dynamics", _stage_second_order, (ID,)),
     Stage("core", "mass matrix (CRBAmb)", _stage_mass_matrix),

@@ -163,6 +163,55 @@ def test_a_failing_state_inside_a_group():
     np.testing.assert_array_equal(sl.linearize_batch(model, Q, V, T)[0], A)   # nothing left behind
 
 
+def _contacts_batch_ready():
+    decide_groups("contacts_batch")
+    return compiled("contacts_batch")
+
+
+FEET = {"solo12": ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT"), "go2": ("FL_foot", "FR_foot", "RL_foot", "RR_foot")}
+
+
+@pytest.mark.parametrize("reference", ["local", "world_aligned"])
+@pytest.mark.parametrize("robot", ["solo12", "go2", "talos"])
+def test_a_batch_with_contacts_is_its_states_one_by_one(robot, reference):
+    """Rigid contacts (three point feet of a quadruped, the last foot's force an input given per
+    state; a humanoid's two 6d soles) in lockstep groups, two full and one filled up: within 1e-12
+    (relative to the largest entry) of linearize(contacts=, forces=) on each state."""
+    model = load_robot(robot)
+    L = lane_width() if _contacts_batch_ready() else 1
+    N = 2 * L + 3
+    Q, V, T = random_states(model, N, seed=7)
+    if robot == "talos":
+        contacts = [sl.Contact(f, "6d", reference) for f in ("left_sole_link", "right_sole_link")]
+        forces = None
+    else:
+        contacts = [sl.Contact(f, "point", reference) for f in FEET[robot][:3]]
+        F = np.random.default_rng(7).normal(scale=20.0, size=(N, 3))
+        forces = [(sl.Contact(FEET[robot][3], "point", reference), F)]
+    A, B = sl.linearize_batch(model, Q, V, T, contacts=contacts, forces=forces)
+    for i in range(N):
+        fi = [(forces[0][0], F[i])] if forces else None
+        lin = sl.linearize(model, sl.State.from_vectors(model, Q[i], V[i]), T[i], contacts=contacts, forces=fi)
+        for ours, ref in ((A[i], lin.A), (B[i], lin.B)):
+            np.testing.assert_allclose(ours, ref, rtol=0, atol=1e-12 * np.abs(ref).max())
+
+
+def test_a_failing_state_inside_a_group_with_contacts():
+    """A group with contacts and a bad state is computed state by state: the error names it."""
+    model = load_robot("solo12")
+    L = lane_width() if _contacts_batch_ready() else 1
+    N = 3 * L + 1
+    Q, V, T = random_states(model, N, seed=8)
+    contacts = [sl.Contact(f, "point") for f in FEET["solo12"]]
+    A, B = sl.linearize_batch(model, Q, V, T, contacts=contacts)
+    for bad in {1, L + L // 2, N - 1}:
+        Vb = V.copy()
+        Vb[bad, 7] = np.nan
+        with pytest.raises(ValueError, match=f"state {bad}: "):
+            sl.linearize_batch(model, Q, Vb, T, contacts=contacts)
+    np.testing.assert_array_equal(sl.linearize_batch(model, Q, V, T, contacts=contacts)[0], A)
+
+
 @needs_numba
 def test_the_lane_pipeline_computes_with_vector_instructions():
     """The pipeline compiled on lanes does its double-precision arithmetic in full-width vector

@@ -21,6 +21,7 @@ import numpy as np
 from .._jit import njit
 from .._arrays import real_array
 from .._intrinsics import carve_view
+from .._lanes import all_lanes, any_lane, matmul, zero_like
 from ..data import get_data
 from ..layout import kernel, views
 from ..state import input_error
@@ -89,20 +90,28 @@ def _cholesky_ok(K, L, keep):
     pivot K[c, c] - sum_k L[c, k]^2 (over the rows kept before it) is at most DEPENDENT times K's
     largest diagonal entry; it is then dropped (keep[c] = 0; an identity row and column in L, so
     that L L^T is K on the kept rows and the identity on the dropped ones). False if a pivot is
-    not a number or cond(K) on the kept rows ~ (max/min pivot)^2 > 1e10."""
+    not a number or cond(K) on the kept rows ~ (max/min pivot)^2 > 1e10. On lanes (_lanes.py) a
+    row dependent in some lanes only also gives False: the group is then computed state by state."""
     n = K.shape[0]
-    big = 0.0
+    if n == 0:
+        return True
+    big = zero_like(K[0, 0])                                 # (K's number type: Lanes on lanes)
     for i in range(n):
         big = max(big, K[i, i])
         for c in range(n):
             L[i, c] = 0.0
-    lo, hi = np.inf, 0.0
+    lo, hi = zero_like(big) + np.inf, zero_like(big)
     for c in range(n):
         acc = K[c, c]
         for k in range(c):
             acc -= L[c, k] * L[c, k]
-        if not acc > DEPENDENT * big:
-            if not acc == acc or not big > 0.0:
+        independent = acc > DEPENDENT * big
+        if not all_lanes(independent):
+            if any_lane(independent):                            # dependent in some lanes only
+                return False
+            if not all_lanes(acc == acc):
+                return False
+            if not all_lanes(big > 0.0):
                 return False
             keep[c, 0] = 0.0
             L[c, c] = 1.0
@@ -115,7 +124,7 @@ def _cholesky_ok(K, L, keep):
             for k in range(c):
                 acc -= L[i, k] * L[c, k]
             L[i, c] = acc / L[c, c]
-    return lo > 1e-5 * hi
+    return all_lanes(lo > 1e-5 * hi)
 
 
 @njit(inline="always")
@@ -234,11 +243,11 @@ def constrained_acceleration(m, d, q, vel, tau, fset, fvec, cset, ws, lam):
         set_gather(nv, ci, co, cbuf, 1, r0)
         for i in range(nv):
             zero[i] = nu[i]                                      # V1 := nu_free (done with zero)
-        np.dot(Jc, Minv, YT)                                    # Y^T = Jc Minv (Minv symmetric)
+        matmul(Jc, Minv, YT)                                    # Y^T = Jc Minv (Minv symmetric)
         for i in range(nv):
             for r in range(mc):
                 Y[i, r] = YT[r, i]
-        np.dot(Jc, Y, K)                                        # K = Jc Minv Jc^T
+        matmul(Jc, Y, K)                                        # K = Jc Minv Jc^T
         for i in range(mc):
             for c in range(i + 1, mc):
                 K[i, c] = K[c, i] = 0.5 * (K[i, c] + K[c, i])
@@ -246,11 +255,11 @@ def constrained_acceleration(m, d, q, vel, tau, fset, fvec, cset, ws, lam):
             return CONTACTS_SINGULAR
         _chol_inverse(L, Kinv, K)                                # (K: scratch from here on)
         for r in range(mc):                                      # dependent rows: no force
-            if keep[r, 0] == 0.0:
+            if any_lane(keep[r, 0] == 0.0):                       # (the same rows in every lane)
                 for c in range(mc):
                     Kinv[r, c] = 0.0
                     Kinv[c, r] = 0.0
-        np.dot(Jc, V1, rhs)                                     # Jc nu_free
+        matmul(Jc, V1, rhs)                                     # Jc nu_free
         for r in range(mc):
             rhs[r, 0] += r0[r, 0]
         for r in range(mc):
@@ -264,12 +273,12 @@ def constrained_acceleration(m, d, q, vel, tau, fset, fvec, cset, ws, lam):
                 acc += Y[i, r] * lam[r]
             nu[i] += acc
         for r in range(mc):                                      # the dropped rows hold as well
-            if keep[r, 0] == 0.0:
+            if any_lane(keep[r, 0] == 0.0):
                 acc, size = r0[r, 0], abs(r0[r, 0])
                 for c in range(nv):
                     acc += Jc[r, c] * nu[c]
                     size += abs(Jc[r, c] * nu[c])
-                if not abs(acc) <= 1e-7 * (1.0 + size):
+                if not all_lanes(abs(acc) <= 1e-7 * (1.0 + size)):
                     return CONTACTS_SINGULAR
         set_wrench(nv, d.fext, d.t6[3], ci, cp, co, cbuf, ccols, lam, True, noE)
     return 0

@@ -47,6 +47,7 @@ import numpy as np
 
 from ..spatial import crm, se3_log
 from .._jit import njit
+from .._lanes import any_lane
 from .._arrays import real_array
 from .._intrinsics import carve_view
 
@@ -553,7 +554,7 @@ def loop_rows(nv, derivatives, ip, P, buf, o, vel):
                 for i in range(6):
                     t[i] = Jq[i, c]
                 _crm_add(Ry, t, t2, -1.0)
-                if kp != 0.0:
+                if any_lane(kp != 0.0):                      # (a parameter: alike in all lanes)
                     _x12(R12, p12, 6, w, t)              # X12 Jq_b
                     for i in range(6):
                         acc = 0.0

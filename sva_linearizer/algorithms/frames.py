@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .._jit import njit
+from .._lanes import all_lanes
 from .._arrays import kernel_array
 
 COMPILE_GROUP = "contacts"  # the compile group of this module's kernels (_jit)
@@ -194,7 +195,7 @@ def frame_motion(m, d, k, XF, vel, nu_dot, derivatives, J, Jq, dvq, daq, dan, a,
     while b > 0:
         npath += 1
         for i in range(6):
-            sig_is_gamma = sig_is_gamma and Sig[b, i] == S[b, i]
+            sig_is_gamma = sig_is_gamma and all_lanes(Sig[b, i] == S[b, i])   # (model data: alike in all lanes)
         b = m.lam[b]
     own_jq = not derivatives and not sig_is_gamma            # Jq transformed along with J
     ncol = off + npath

@@ -7,7 +7,8 @@ compiled on Lanes, the states of a group interleaved in a workspace of L lanes, 
 instruction of the pipeline computes L states. The last group is filled up with copies of its
 last state. A group in which some state fails (a bad input, a singular mass matrix, an overflow)
 is computed again state by state with the one-state kernels, which give each state its own
-status and result.
+status and result. With contacts (without dt) the contact pipeline runs in lanes the same way
+(with_contacts.contacts_lanes).
 
 The groups are handed out from a shared counter to worker threads (the calling thread among
 them), each on a workspace of its own, with the GIL released (numba's nogil). A thread slowed
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
 from .._jit import HAVE_NUMBA, PLAIN_ONLY, compiled, decide_groups, direct, is_direct, njit
 from .._arrays import kernel_array, real_array
 from .._intrinsics import borrow
-from .._lanes import aligned_empty, as_lanes, lane_width, store_transposed
+from .._lanes import aligned_empty, as_lanes, copy_out, lane_width
 
 COMPILE_GROUP = "batch"     # the compile group of this module's kernels (_jit)
 from ..coupling import is_coupled
@@ -155,22 +156,6 @@ def lane_group(ib, fb, ml, dl, Q, V, TAU, OA, OB, status, dt, SA, SB, lo, hi, QL
         status[lo + lane] = 0
     copy_out(AL, A, OA, lo, hi)
     copy_out(BL, B, OB, lo, hi)
-
-
-@njit(inline="always")
-def copy_out(XL, X, OX, lo, hi):
-    """OX[lo + l] = lane l of X (XL: the same memory as floats, (rows, cols, L)) for l < hi - lo:
-    blocks of L columns of a full group transposed in registers (store_transposed), the rest one
-    entry at a time."""
-    width = XL.shape[2]
-    rows, cols = XL.shape[0], XL.shape[1]
-    c_end = cols - cols % width if hi - lo == width else 0
-    for r in range(rows):
-        for c in range(0, c_end, width):
-            store_transposed(X, OX, r, c, lo)
-        for c in range(c_end, cols):
-            for lane in range(hi - lo):
-                OX[lo + lane, r, c] = XL[r, c, lane]
 
 
 _LANES_ENTRY: dict = {}     # lane width -> batch_lanes's compiled code without dispatch (_jit.direct)
@@ -342,8 +327,9 @@ def _batch_contacts(model, Q, V, T, dt, out, contacts, forces):
     """linearize_batch with contacts / forces: linearize state by state (the compiled contact
     pipeline, linearization/with_contacts.py), states handed out from a shared counter to the worker
     threads as in the plain batch (each thread on its own Data; the compiled call releases the
-    GIL). Without dt the states run in compiled chunks (contacts.batch_contacts; this loop remains
-    for dt, custom joints and anchored contacts). A bad state raises a ValueError naming the first
+    GIL). Without dt the states run in compiled chunks, in lockstep lanes as the plain batch
+    (with_contacts.batch_contacts; this loop remains for dt, custom joints, anchored contacts and
+    loops with Baumgarte stiffness). A bad state raises a ValueError naming the first
     one."""
     from ..state import State
 

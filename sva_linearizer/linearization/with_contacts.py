@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .._jit import njit
+from .._jit import PLAIN_ONLY, compiled, decide_groups, njit
 from .._intrinsics import borrow
+from .._lanes import aligned_empty, as_lanes, copy_out, lane_width, matmul
 
 COMPILE_GROUP = "contacts"  # the compile group of this module's kernels (_jit)
 from ..algorithms.common import not_finite
@@ -42,8 +43,9 @@ def contacts_pipeline(m, d, q, vel, tau, fset, fvec, cset, ws, out):
         dlambda/dz = K^-1 (Jc G - Ar), A_low = -G + Y dlambda/dz
         dlambda/dtau = -K^-1 Y^T S (= -K^-1 Jc Minv S), B = [Minv S + Y dlambda/dtau | B_f],
         B_f = (1 - Y K^-1 Jc) Minv Jf^T.
-    The products are BLAS calls: at these sizes (m, nv <= a few dozen) a dense BLAS product is
-    about twice as fast as a loop over Jc's nonzero columns, or any compiled loop. ws: the scratch
+    The products are _lanes.matmul: BLAS calls for one state (at these sizes, m, nv <= a few
+    dozen, a dense BLAS product is about twice as fast as a loop over Jc's nonzero columns, or
+    any compiled loop), loops on lanes (contacts_lanes). ws: the scratch
     (workspace_size); out: A, B, lam, dz, dtau (Outputs); nothing is allocated. Returns 0, BAD_INPUT,
     immamb's status (M singular),
     CONTACTS_SINGULAR or NOT_FINITE."""
@@ -83,7 +85,7 @@ def contacts_pipeline(m, d, q, vel, tau, fset, fvec, cset, ws, out):
             for c in range(nv):
                 El[i, c] = 0.0
         set_wrench(nv, d.fext, d.t6[3], ci, cp, co, cbuf, ccols, lam, False, El)
-        np.dot(Minv, El, MEl)
+        matmul(Minv, El, MEl)
     status = assemble(m, d, vel, G, A, B0, 0.0, A, B0)           # A_low = -Minv (D + E)
     if status != 0:
         return status
@@ -94,30 +96,30 @@ def contacts_pipeline(m, d, q, vel, tau, fset, fvec, cset, ws, out):
                 AL[i, c] -= MEl[i, c]
     if mf > 0:                                                   # B_f = Minv Jf^T
         set_gather(nv, fi, fo, fbuf, 0, Jf)
-        np.dot(Jf, Minv, BfT)
+        matmul(Jf, Minv, BfT)
         for i in range(nv):
             for j in range(mf):
                 Bf[i, j] = BfT[j, i]
     if mc > 0:
         set_rows(m, d, q, vel, nu, bool(True), ci, cp, co, cbuf, ccols)   # bool(): a run-time flag (set_rows)
         set_gather(nv, ci, co, cbuf, 2, Ar)
-        np.dot(Jc, AL, R2)                                      # Jc Minv (D + E) - Ar = -(Jc A_low + Ar)
+        matmul(Jc, AL, R2)                                      # Jc Minv (D + E) - Ar = -(Jc A_low + Ar)
         for r in range(mc):
             for c in range(nx):
                 R2[r, c] = -R2[r, c] - Ar[r, c]
-        np.dot(Kinv, R2, dz)
-        np.dot(Kinv, YT, KYT)                                   # dlambda/dtau = -K^-1 Y^T S
+        matmul(Kinv, R2, dz)
+        matmul(Kinv, YT, KYT)                                   # dlambda/dtau = -K^-1 Y^T S
         for r in range(mc):
             for j in range(n):
                 dtau[r, j] = -KYT[r, off + j]
-        np.dot(Y, dz, G)                                        # A_low += Y dlambda/dz
+        matmul(Y, dz, G)                                        # A_low += Y dlambda/dz
         for i in range(nv):
             for c in range(nx):
                 AL[i, c] += G[i, c]
-        np.dot(Y, dtau, TB)
+        matmul(Y, dtau, TB)
         if mf > 0:                                               # B_f -= Y K^-1 Jc B_f
-            np.dot(Jc, Bf, T1)
-            np.dot(Kinv, T1, T2)
+            matmul(Jc, Bf, T1)
+            matmul(Kinv, T1, T2)
             for i in range(nv):
                 for j in range(mf):
                     acc = 0.0
@@ -169,10 +171,11 @@ def run_contacts(model: Model, state: State, tau: np.ndarray, contacts, forces, 
     return run_plan(model, state, tau, contacts, forces, data, contacts_entry, collect)
 
 
-@njit(group="contacts_batch")
+@njit(group=PLAIN_ONLY)
 def contacts_chunk(ib, fb, Q, V, TAU, pi, pf, FV, OA, OB, status, lo, hi):
     """contacts_pipeline (linearize) for rows lo..hi-1 of Q, V, TAU (input forces FV[i]) on one
-    thread's Data and contact plan (pi, pf): A, B into OA[i], OB[i], the status into status[i]."""
+    thread's Data and contact plan (pi, pf): A, B into OA[i], OB[i], the status into status[i]
+    (the batch while contacts_lanes is not compiled: plain Python around the one-state kernels)."""
     m, d, _ = views(ib, fb)
     fset, _, cset, ws, out = plan_views(m.nv, m.n, pi, pf)
     Q, V, TAU, FV, OA, OB, status = (borrow(Q), borrow(V), borrow(TAU), borrow(FV), borrow(OA),
@@ -182,10 +185,79 @@ def contacts_chunk(ib, fb, Q, V, TAU, pi, pf, FV, OA, OB, status, lo, hi):
                                       Outputs(OA[i], OB[i], out.lam, out.dz, out.dtau))
 
 
+@njit(group="contacts_batch")
+def contacts_lanes(ib, fb, fbl, tag, pi, pf, pfl, Q, V, TAU, FV, OA, OB, status, lo, hi, QL, VL, TL, FL):
+    """contacts_pipeline for rows lo..hi-1 in lockstep groups of L = len(tag) (_lanes.py; as
+    batch.batch_lanes): each group's q, v, tau and input forces interleaved into QL, VL, TL, FL
+    (..., L), the pipeline on the lane workspace fbl and the lane plan pfl (the Data's and the
+    plan's floats in every lane), each lane's A, B copied out to OA[i], OB[i]. A group that fails
+    (a bad state, dependent rows in some lanes only, an overflow) is computed state by state on
+    the one-state workspace fb and plan pf, which give each state its own status."""
+    Q, V, TAU, FV, OA, OB, status = (borrow(Q), borrow(V), borrow(TAU), borrow(FV), borrow(OA),
+                                     borrow(OB), borrow(status))
+    width = len(tag)
+    ml, dl, _ = views(ib, as_lanes(fbl, tag))
+    fset, _, cset, ws, out = plan_views(ml.nv, ml.n, pi, as_lanes(pfl, tag))
+    q, v, tau, fv = as_lanes(QL, tag), as_lanes(VL, tag), as_lanes(TL, tag), as_lanes(FL, tag)
+    nx, nb = 2 * ml.nv, out.B.shape[1]
+    AL = pfl[pi[13]:pi[13] + nx * nx].reshape((nx, nx, width))     # out.A, out.B as floats
+    BL = pfl[pi[14]:pi[14] + nx * nb].reshape((nx, nb, width))
+    for g in range(lo, hi, width):
+        gh = min(hi, g + width)
+        for lane in range(width):
+            i = min(g + lane, gh - 1)
+            for j in range(Q.shape[1]):
+                QL[j, lane] = Q[i, j]
+            for j in range(V.shape[1]):
+                VL[j, lane] = V[i, j]
+            for j in range(TAU.shape[1]):
+                TL[j, lane] = TAU[i, j]
+            for j in range(FV.shape[1]):
+                FL[j, lane] = FV[i, j]
+        if contacts_pipeline(ml, dl, q, v, tau, fset, fv, cset, ws, out) == 0:
+            for lane in range(gh - g):
+                status[g + lane] = 0
+            copy_out(AL, out.A, OA, g, gh)
+            copy_out(BL, out.B, OB, g, gh)
+        else:
+            m, d, _ = views(ib, fb)
+            fset1, _, cset1, ws1, out1 = plan_views(m.nv, m.n, pi, pf)
+            for i in range(g, gh):
+                status[i] = contacts_pipeline(m, d, Q[i], V[i], TAU[i], fset1, FV[i], cset1, ws1,
+                                              Outputs(OA[i], OB[i], out1.lam, out1.dz, out1.dtau))
+
+
+class _ContactLanes:
+    """One thread's buffers for contacts_lanes at lane width L: fbl, pfl, the Data's and the
+    plan's floats in every lane (the workspaces the pipeline overwrites, the model and the
+    contacts' numbers it reads); arrays, the interleaved q, v, tau and input forces."""
+
+    def __init__(self, d, plan, width):
+        self.plan = plan                    # held: the cache below is keyed by its identity
+        self.fbl = aligned_empty((d.fb.shape[0], width), width)
+        self.fbl[:] = d.fb[:, None]
+        self.pfl = aligned_empty((plan.pf.shape[0], width), width)
+        self.pfl[:] = plan.pf[:, None]
+        nq = d.nv + (1 if d.floating_base else 0)
+        self.arrays = tuple(aligned_empty((k, width), width) for k in (nq, d.nv, d.nj, plan.mf))
+
+
+def _contact_lanes(d, plan, width):
+    """The _ContactLanes of this Data and plan (kept on d, the calling thread's own Data)."""
+    cache = d.__dict__.setdefault("_contact_lanes", {})
+    ws = cache.get((id(plan), width))
+    if ws is None or ws.plan is not plan:
+        if len(cache) > 8:
+            cache.clear()
+        ws = cache[(id(plan), width)] = _ContactLanes(d, plan, width)
+    return ws
+
+
 def batch_contacts(model: Model, Q, V, T, OA, OB, contacts, per_state, nthreads, run_workers):
     """linearize_batch's contact path in compiled chunks: each worker thread takes chunks of states
-    from a shared counter and runs contacts_chunk on its own thread-local Data and contact plan
-    (the GIL released). per_state: [(Contact, F)] with F (dim,) or (N, dim). Returns False (nothing
+    from a shared counter and runs them on its own thread-local Data and contact plan (the GIL
+    released): contacts_lanes in lockstep groups of L, or while the contacts_batch group is not
+    compiled, contacts_chunk state by state. per_state: [(Contact, F)] with F (dim,) or (N, dim). Returns False (nothing
     done) where the per-state path must run: custom joints (Python jcalc), anchored contacts
     (their errors are set per state in Python), or forces that are not finite / of the wrong
     shape (that path names them); raises the first bad state's error."""
@@ -215,19 +287,30 @@ def batch_contacts(model: Model, Q, V, T, OA, OB, contacts, per_state, nthreads,
     contact_plan(model, d0, contacts, keys)                 # checks the contacts, names errors
     status = np.zeros(N, dtype=np.int64)
     counter = itertools.count()
-    chunk = max(1, min(16, N // (8 * nthreads)))
+    decide_groups("contacts_batch")
+    width = lane_width() if compiled("contacts_batch") else 1
+    if width > 1:                           # whole groups of lanes, a few calls per thread
+        chunk = width * max(1, min(8, -(-N // width) // (2 * nthreads)))
+    else:
+        chunk = max(1, min(16, N // (8 * nthreads)))
+    tag = (0.0,) * width
 
     def work(_):
         d = get_data(model)                 # this thread's own Data, and its plan
         plan, _ = contact_plan(model, d, contacts, keys)
+        lanes = _contact_lanes(d, plan, width) if width > 1 else None
         busy, d._busy = d._busy, True
         try:
             while True:
                 lo = next(counter) * chunk
                 if lo >= N:
                     return
-                contacts_chunk(d.ib, d.fb, Q, V, T, plan.pi, plan.pf, FV, OA, OB, status, lo,
-                               min(N, lo + chunk))
+                if lanes is not None:
+                    contacts_lanes(d.ib, d.fb, lanes.fbl, tag, plan.pi, plan.pf, lanes.pfl, Q, V, T, FV, OA,
+                                   OB, status, lo, min(N, lo + chunk), *lanes.arrays)
+                else:
+                    contacts_chunk(d.ib, d.fb, Q, V, T, plan.pi, plan.pf, FV, OA, OB, status, lo,
+                                   min(N, lo + chunk))
         finally:
             d._busy = busy
 

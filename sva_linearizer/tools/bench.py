@@ -455,7 +455,7 @@ def bench_horizon_robot(name, horizon=64, repeat=15, number=10, seed=0, contacts
             t_o, t_p = _timings_us([ours, theirs], repeat, number)
         figures[label] = _medians_and_ratio(t_o, t_p, per=horizon)
     return {"robot": name, "nv": nv, "m": m, "horizon": horizon, "threads": num_threads(),
-            "lanes": 1 if contacts or not compiled("batch") else lane_width(),
+            "lanes": lane_width() if compiled("contacts_batch" if contacts else "batch") else 1,
             "ours_1thr_us": figures["1thr"][0], "pin_us": figures["1thr"][1], "ratio_1thr": figures["1thr"][2],
             "ours_all_us": figures["all"][0], "pin_all_us": figures["all"][1], "ratio_all": figures["all"][2]}
 
