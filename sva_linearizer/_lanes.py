@@ -450,6 +450,17 @@ else:
 
 
 @njit(inline="always")
+def interleave(X, XL, lo, hi):
+    """XL[j, l] = X[lo + l, j] for the L lanes l of XL (..., L), the last row hi - 1 repeated to
+    fill the lanes past hi - lo."""
+    width = XL.shape[XL.ndim - 1]
+    for lane in range(width):
+        i = min(lo + lane, hi - 1)
+        for j in range(X.shape[1]):
+            XL[j, lane] = X[i, j]
+
+
+@njit(inline="always")
 def copy_out(XL, X, OX, lo, hi):
     """OX[lo + l] = lane l of X (XL: the same memory as floats, (rows, cols, L)) for l < hi - lo:
     blocks of L columns of a full group transposed in registers (store_transposed), the rest one

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 from .._jit import HAVE_NUMBA, PLAIN_ONLY, compiled, decide_groups, direct, is_direct, njit
 from .._arrays import kernel_array, real_array
 from .._intrinsics import borrow
-from .._lanes import aligned_empty, as_lanes, copy_out, lane_width
+from .._lanes import aligned_empty, as_lanes, copy_out, interleave, lane_width
 
 COMPILE_GROUP = "batch"     # the compile group of this module's kernels (_jit)
 from ..coupling import is_coupled
@@ -135,15 +135,9 @@ def lane_group(ib, fb, ml, dl, Q, V, TAU, OA, OB, status, dt, SA, SB, lo, hi, QL
     linearize_state on the lane workspace (ml, dl), and each lane's A, B (Ad, Bd with dt > 0; A, B
     then in SAl, SBl) copied out of AL, BL to OA[i], OB[i]. If the group fails, _one_by_one on the
     one-state workspace fb gives every state its own status (SA, SB: its scratch)."""
-    width = QL.shape[QL.ndim - 1]
-    for lane in range(width):
-        i = min(lo + lane, hi - 1)
-        for j in range(Q.shape[1]):
-            QL[j, lane] = Q[i, j]
-        for j in range(V.shape[1]):
-            VL[j, lane] = V[i, j]
-        for j in range(TAU.shape[1]):
-            TL[j, lane] = TAU[i, j]
+    interleave(Q, QL, lo, hi)
+    interleave(V, VL, lo, hi)
+    interleave(TAU, TL, lo, hi)
     if dt > 0.0:
         st = linearize_state(ml, dl, q, v, tau, SAl, SBl, dt, A, B)
     else:

@@ -13,7 +13,7 @@ import numpy as np
 
 from .._jit import PLAIN_ONLY, compiled, decide_groups, njit
 from .._intrinsics import borrow
-from .._lanes import aligned_empty, as_lanes, copy_out, lane_width, matmul
+from .._lanes import aligned_empty, as_lanes, copy_out, interleave, lane_width, matmul
 
 COMPILE_GROUP = "contacts"  # the compile group of this module's kernels (_jit)
 from ..algorithms.common import not_finite
@@ -204,16 +204,10 @@ def contacts_lanes(ib, fb, fbl, tag, pi, pf, pfl, Q, V, TAU, FV, OA, OB, status,
     BL = pfl[pi[14]:pi[14] + nx * nb].reshape((nx, nb, width))
     for g in range(lo, hi, width):
         gh = min(hi, g + width)
-        for lane in range(width):
-            i = min(g + lane, gh - 1)
-            for j in range(Q.shape[1]):
-                QL[j, lane] = Q[i, j]
-            for j in range(V.shape[1]):
-                VL[j, lane] = V[i, j]
-            for j in range(TAU.shape[1]):
-                TL[j, lane] = TAU[i, j]
-            for j in range(FV.shape[1]):
-                FL[j, lane] = FV[i, j]
+        interleave(Q, QL, g, gh)
+        interleave(V, VL, g, gh)
+        interleave(TAU, TL, g, gh)
+        interleave(FV, FL, g, gh)
         if contacts_pipeline(ml, dl, q, v, tau, fset, fv, cset, ws, out) == 0:
             for lane in range(gh - g):
                 status[g + lane] = 0
