@@ -616,7 +616,7 @@ def test_humanoid_with_ankle_rods_against_pinocchio(tmp_path):
 
 
 def test_batch_with_loops_runs_compiled_chunks():
-    """Loops without Kp take linearize_batch's compiled contact path (contacts_chunk on each worker's
+    """Loops without Kp take linearize_batch's compiled contact path (contacts_lanes on each worker's
     plan): the same A and B as linearize state by state."""
     rng = np.random.default_rng(8)
     model = random_tree(rng, n=14, floating_base=True, parents=TWO_LEGS)
