@@ -85,7 +85,7 @@ def test_a_model_that_cannot_load_stops_the_node(tmp_path, transport):
     rc, err, _ = _node(tmp_path, ["--urdf", str(missing), "--transport", transport])
     assert rc == 2, err
     lines = [ln for ln in err if "cannot build a model" in ln]
-    assert len(lines) == 1 and str(missing) in lines[0], err
+    assert len(lines) == 1 and "no_such_robot" in lines[0], err     # (a long path is shortened in the middle)
     assert not any("Traceback" in ln for ln in err), err
 
 
