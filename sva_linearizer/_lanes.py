@@ -26,7 +26,8 @@ Two more helpers are the plain operation on numbers: `matmul(a, b, out)` (np.dot
 Lanes) and `zero_like(x)` (0.0 in x's type: a variable that becomes Lanes starts as Lanes).
 
 A kernel that returns a failure status on any_lane(...) fails the whole group; the batch then
-computes that group's states one at a time (the one-state kernels give each its own status).
+computes that group's states one at a time (`redo_failed_groups`: the one-state kernels give each
+its own status).
 """
 from __future__ import annotations
 
@@ -474,6 +475,19 @@ def copy_out(XL, X, OX, lo, hi):
         for c in range(c_end, cols):
             for lane in range(hi - lo):
                 OX[lo + lane, r, c] = XL[r, c, lane]
+
+
+def redo_failed_groups(status, lo: int, hi: int, width: int, one_by_one) -> None:
+    """one_by_one(a, b) for each lockstep group a..b-1 within lo..hi whose states have status
+    LANES_FAILED (a lane kernel failed it as a whole): the one-state kernels then give each of its
+    states its own status and result. A failed group is rare (a bad state; with contacts, rows
+    dependent in some lanes only), so it runs from Python and the lane kernels need not link the
+    one-state pipeline's code (seconds of LLVM time in each lane group's compile)."""
+    from .algorithms.status import LANES_FAILED
+
+    for a in range(lo, hi, width):
+        if status[a] == LANES_FAILED:
+            one_by_one(a, min(hi, a + width))
 
 
 def aligned_empty(shape, width: int):

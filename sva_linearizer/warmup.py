@@ -224,6 +224,7 @@ def _stage_contacts_batch():
     Q, V, T = _tiny_batch(m)
     point, six = _tiny_contacts()
     linearize_batch(m, Q, V, T, contacts=[point], forces=[(six, np.zeros(6))])
+    linearize_batch(m, Q, V, T, contacts=[point], forces=[(six, np.zeros(6))], dt=0.01)
 
 
 class Stage(NamedTuple):
@@ -258,7 +259,8 @@ WARMUP_STAGES = [
     Stage("core", DISCRETE, _stage_discrete, (LINEARIZE,)),
     Stage("batch", "linearize_batch (lanes), with and without dt", _stage_batch, (LINEARIZE, DISCRETE)),
     Stage("contacts", CONTACTS, _stage_contacts, (LINEARIZE, DISCRETE, CONSTRAINED, ID_DERIVATIVES)),
-    Stage("contacts_batch", "linearize_batch with contacts (lanes)", _stage_contacts_batch, (CONTACTS,)),
+    Stage("contacts_batch", "linearize_batch with contacts (lanes), with and without dt", _stage_contacts_batch,
+          (CONTACTS,)),
     Stage("contacts", "frames", _stage_frames, (ID,)),
     Stage("second_order", "second-order derivatives of inverse dynamics", _stage_second_order, (ID,)),
     Stage("core", "mass matrix (CRBAmb)", _stage_mass_matrix),

@@ -175,8 +175,9 @@ FEET = {"solo12": ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT"), "go2": ("FL_foot
 @pytest.mark.parametrize("robot", ["solo12", "go2", "talos"])
 def test_a_batch_with_contacts_is_its_states_one_by_one(robot, reference):
     """Rigid contacts (three point feet of a quadruped, the last foot's force an input given per
-    state; a humanoid's two 6d soles) in lockstep groups, two full and one filled up: within 1e-12
-    (relative to the largest entry) of linearize(contacts=, forces=) on each state."""
+    state; a humanoid's two 6d soles) in lockstep groups, two full and one filled up: A, B and with
+    dt= Ad, Bd within 1e-12 (relative to the largest entry) of linearize(contacts=, forces=, dt=)
+    on each state."""
     model = load_robot(robot)
     L = lane_width() if _contacts_batch_ready() else 1
     N = 2 * L + 3
@@ -189,26 +190,40 @@ def test_a_batch_with_contacts_is_its_states_one_by_one(robot, reference):
         F = np.random.default_rng(7).normal(scale=20.0, size=(N, 3))
         forces = [(sl.Contact(FEET[robot][3], "point", reference), F)]
     A, B = sl.linearize_batch(model, Q, V, T, contacts=contacts, forces=forces)
+    Ad, Bd = sl.linearize_batch(model, Q, V, T, contacts=contacts, forces=forces, dt=0.01)
     for i in range(N):
         fi = [(forces[0][0], F[i])] if forces else None
-        lin = sl.linearize(model, sl.State.from_vectors(model, Q[i], V[i]), T[i], contacts=contacts, forces=fi)
-        for ours, ref in ((A[i], lin.A), (B[i], lin.B)):
+        lin = sl.linearize(model, sl.State.from_vectors(model, Q[i], V[i]), T[i], contacts=contacts, forces=fi,
+                           dt=0.01)
+        for ours, ref in ((A[i], lin.A), (B[i], lin.B), (Ad[i], lin.Ad), (Bd[i], lin.Bd)):
             np.testing.assert_allclose(ours, ref, rtol=0, atol=1e-12 * np.abs(ref).max())
 
 
 def test_a_failing_state_inside_a_group_with_contacts():
-    """A group with contacts and a bad state is computed state by state: the error names it."""
+    """A group with contacts and a bad state is computed state by state, with and without dt: the
+    error names the state, and the group's other states get linearize's results (out=; within
+    1e-12: the BLAS products' last bits depend on where their operands lie)."""
     model = load_robot("solo12")
     L = lane_width() if _contacts_batch_ready() else 1
     N = 3 * L + 1
     Q, V, T = random_states(model, N, seed=8)
     contacts = [sl.Contact(f, "point") for f in FEET["solo12"]]
     A, B = sl.linearize_batch(model, Q, V, T, contacts=contacts)
-    for bad in {1, L + L // 2, N - 1}:
-        Vb = V.copy()
-        Vb[bad, 7] = np.nan
-        with pytest.raises(ValueError, match=f"state {bad}: "):
-            sl.linearize_batch(model, Q, Vb, T, contacts=contacts)
+    for dt in (None, 0.01):
+        for bad in {1, L + L // 2, N - 1}:
+            Vb = V.copy()
+            Vb[bad, 7] = np.nan
+            out = (np.zeros_like(A), np.zeros_like(B))
+            with pytest.raises(ValueError, match=f"state {bad}: v: entry 7"):
+                sl.linearize_batch(model, Q, Vb, T, contacts=contacts, dt=dt, out=out)
+            other = bad ^ 1 if bad ^ 1 < N else bad - 1     # in bad's group (groups start at multiples of L)
+            lin = sl.linearize(model, sl.State.from_vectors(model, Q[other], V[other]), T[other],
+                               contacts=contacts, dt=dt)
+            for ours, ref in ((out[0][other], lin.A if dt is None else lin.Ad),
+                              (out[1][other], lin.B if dt is None else lin.Bd)):
+                np.testing.assert_allclose(ours, ref, rtol=0, atol=1e-12 * np.abs(ref).max())
+    with pytest.raises(ValueError, match=r"state 0: the linearization overflowed float64 \(Ad, Bd"):
+        sl.linearize_batch(model, Q, V, T, contacts=contacts, dt=1e300)
     np.testing.assert_array_equal(sl.linearize_batch(model, Q, V, T, contacts=contacts)[0], A)
 
 

@@ -116,15 +116,27 @@ def assemble(m, d, vel, Dm, A, B, dt, Ad, Bd):
     if bad:
         return NOT_FINITE
     if dt > 0.0:
-        if m.floating:
-            xi = d.t6[2]
-            for i in range(6):
-                xi[i] = dt * (vel[i] + dt * nu_dot[i])               # dt v+, v+ = v + dt v_dot
-            se3_step_jacobians(xi, d.E6, d.J6, d.M3)
-        discrete_step(A, B, dt, off, d.E6, d.J6, Ad, Bd)
-        for i in range(nx):
-            for c in range(nx):
-                bad |= not_finite(Ad[i, c])
-        if bad:
-            return NOT_FINITE
+        return discrete_at(m, d, vel, A, B, dt, Ad, Bd)
+    return 0
+
+
+@njit(inline="always")
+def discrete_at(m, d, vel, A, B, dt, Ad, Bd):
+    """Ad, Bd of the semi-implicit Euler step of dt (discrete.py) from A, B at the acceleration
+    d.nu_dot (B: nj or, with input forces, nj + m columns). Returns 0 or NOT_FINITE."""
+    if m.floating:
+        xi = d.t6[2]
+        for i in range(6):
+            xi[i] = dt * (vel[i] + dt * d.nu_dot[i])                # dt v+, v+ = v + dt v_dot
+        se3_step_jacobians(xi, d.E6, d.J6, d.M3)
+    discrete_step(A, B, dt, m.nv - m.n, d.E6, d.J6, Ad, Bd)
+    nx, nw = Bd.shape
+    bad = False
+    for i in range(nx):
+        for c in range(nx):
+            bad |= not_finite(Ad[i, c])
+        for c in range(nw):
+            bad |= not_finite(Bd[i, c])
+    if bad:
+        return NOT_FINITE
     return 0

@@ -6,9 +6,9 @@ AVX-512, 4 with AVX2; _lanes.py): `batch_lanes` runs the one-state pipeline `lin
 compiled on Lanes, the states of a group interleaved in a workspace of L lanes, so that each
 instruction of the pipeline computes L states. The last group is filled up with copies of its
 last state. A group in which some state fails (a bad input, a singular mass matrix, an overflow)
-is computed again state by state with the one-state kernels, which give each state its own
-status and result. With contacts (without dt) the contact pipeline runs in lanes the same way
-(with_contacts.contacts_lanes).
+is computed again state by state with the one-state kernels (from Python:
+_lanes.redo_failed_groups), which give each state its own status and result. With contacts the
+contact pipeline runs in lanes the same way (with_contacts.contacts_lanes).
 
 The groups are handed out from a shared counter to worker threads (the calling thread among
 them), each on a workspace of its own, with the GIL released (numba's nogil). A thread slowed
@@ -19,8 +19,9 @@ mechanism serves any number of concurrent batches from several Python threads.
 
 Threads: SVA_LINEARIZER_NUM_THREADS, else the CPUs this process may run on, at most one per
 THREAD_WORK of work; 1 without numba (the pure-Python kernels hold the GIL). While the batch
-kernels are not compiled (numba absent, or their background compile still running) `batch_chunk`
-computes the states one at a time in plain Python around the one-state kernels."""
+kernels are not compiled (numba absent, or their background compile still running) `_one_by_one`
+computes the states one at a time from Python, each by the compiled one-state pipeline (its plain
+form while that is not compiled either)."""
 from __future__ import annotations
 
 import itertools
@@ -36,10 +37,11 @@ from numpy.typing import ArrayLike
 if TYPE_CHECKING:
     from ..model import Model
 
-from .._jit import HAVE_NUMBA, PLAIN_ONLY, compiled, decide_groups, direct, is_direct, njit
+from .._jit import HAVE_NUMBA, compiled, decide_groups, direct, is_direct, njit
 from .._arrays import kernel_array, real_array
 from .._intrinsics import borrow
-from .._lanes import aligned_empty, as_lanes, copy_out, interleave, lane_width
+from ..algorithms.status import LANES_FAILED
+from .._lanes import aligned_empty, as_lanes, copy_out, interleave, lane_width, redo_failed_groups
 
 COMPILE_GROUP = "batch"     # the compile group of this module's kernels (_jit)
 from ..coupling import is_coupled
@@ -95,46 +97,40 @@ def _run_workers(work, nthreads, groups):
         f.result()
 
 
-@njit(inline="always")
-def _one_by_one(m, d, Q, V, TAU, OA, OB, status, dt, SA, SB, lo, hi):
-    """linearize_state for rows lo..hi-1 of Q, V, TAU: A, B into OA[i], OB[i]; with dt > 0, Ad, Bd
-    into OA[i], OB[i] (A, B in the scratch SA, SB)."""
+def _one_by_one(ib, fb, Q, V, T, OA, OB, status, dt, SA, SB, lo, hi):
+    """linearize_entry, the compiled one-state pipeline, called from Python for rows lo..hi-1 of Q,
+    V, T on the workspace fb: A, B into OA[i], OB[i]; with dt > 0, Ad, Bd (A, B in the scratch SA,
+    SB); the status into status[i]. The batch while batch_lanes is not compiled, and a lockstep
+    group that failed (_lanes.redo_failed_groups)."""
     for i in range(lo, hi):
         if dt > 0.0:
-            status[i] = linearize_state(m, d, Q[i], V[i], TAU[i], SA, SB, dt, OA[i], OB[i])
+            status[i] = linearize_entry(ib, fb, Q[i], V[i], T[i], SA, SB, dt, OA[i], OB[i])
         else:
-            status[i] = linearize_state(m, d, Q[i], V[i], TAU[i], OA[i], OB[i], 0.0, OA[i], OB[i])
-
-
-@njit(group=PLAIN_ONLY)
-def batch_chunk(ib, fb, Q, V, TAU, OA, OB, status, dt, SA, SB, lo, hi):
-    """_one_by_one on the workspace fb (the batch while batch_lanes is not compiled: plain Python
-    around the one-state kernels)."""
-    m, d, _ = views(ib, fb)
-    _one_by_one(m, d, Q, V, TAU, OA, OB, status, dt, SA, SB, lo, hi)
+            status[i] = linearize_entry(ib, fb, Q[i], V[i], T[i], OA[i], OB[i], 0.0, OA[i], OB[i])
 
 
 @njit
-def batch_lanes(ib, fb, fbl, tag, Q, V, TAU, OA, OB, status, dt, SA, SB, lo, hi, QL, VL, TL, AL, BL, SAL, SBL):
-    """States lo..hi-1 in lockstep groups of L = len(tag) (`lane_group`)."""
+def batch_lanes(ib, fbl, tag, Q, V, TAU, OA, OB, status, dt, lo, hi, QL, VL, TL, AL, BL, SAL, SBL):
+    """States lo..hi-1 in lockstep groups of L = len(tag) (`lane_group`). Returns the number of
+    groups that failed (their states' status LANES_FAILED: _lanes.redo_failed_groups computes them one by one)."""
     Q, V, TAU, OA, OB, status = borrow(Q), borrow(V), borrow(TAU), borrow(OA), borrow(OB), borrow(status)
-    SA, SB = borrow(SA), borrow(SB)
     ml, dl, _ = views(ib, as_lanes(fbl, tag))
     q, v, tau = as_lanes(QL, tag), as_lanes(VL, tag), as_lanes(TL, tag)
     A, B, SAl, SBl = as_lanes(AL, tag), as_lanes(BL, tag), as_lanes(SAL, tag), as_lanes(SBL, tag)
+    failed = 0
     for g in range(lo, hi, len(tag)):
-        lane_group(ib, fb, ml, dl, Q, V, TAU, OA, OB, status, dt, SA, SB, g, min(hi, g + len(tag)),
-                   QL, VL, TL, AL, BL, q, v, tau, A, B, SAl, SBl)
+        failed += lane_group(ml, dl, Q, V, TAU, OA, OB, status, dt, g, min(hi, g + len(tag)),
+                             QL, VL, TL, AL, BL, q, v, tau, A, B, SAl, SBl)
+    return failed
 
 
 @njit(inline="always")
-def lane_group(ib, fb, ml, dl, Q, V, TAU, OA, OB, status, dt, SA, SB, lo, hi, QL, VL, TL, AL, BL,
-               q, v, tau, A, B, SAl, SBl):
+def lane_group(ml, dl, Q, V, TAU, OA, OB, status, dt, lo, hi, QL, VL, TL, AL, BL, q, v, tau, A, B, SAl, SBl):
     """States lo..hi-1 (at most L) as one lockstep group: their q, v, tau interleaved into QL, VL,
     TL (..., L) (the last state repeated to fill the group; q, v, tau: the same memory as Lanes),
     linearize_state on the lane workspace (ml, dl), and each lane's A, B (Ad, Bd with dt > 0; A, B
-    then in SAl, SBl) copied out of AL, BL to OA[i], OB[i]. If the group fails, _one_by_one on the
-    one-state workspace fb gives every state its own status (SA, SB: its scratch)."""
+    then in SAl, SBl) copied out of AL, BL to OA[i], OB[i]. Returns 0, or 1 if the group failed
+    (its states' status LANES_FAILED)."""
     interleave(Q, QL, lo, hi)
     interleave(V, VL, lo, hi)
     interleave(TAU, TL, lo, hi)
@@ -143,13 +139,14 @@ def lane_group(ib, fb, ml, dl, Q, V, TAU, OA, OB, status, dt, SA, SB, lo, hi, QL
     else:
         st = linearize_state(ml, dl, q, v, tau, A, B, 0.0, A, B)
     if st != 0:
-        m, d, _ = views(ib, fb)
-        _one_by_one(m, d, Q, V, TAU, OA, OB, status, dt, SA, SB, lo, hi)
-        return
+        for i in range(lo, hi):
+            status[i] = LANES_FAILED
+        return 1
     for lane in range(hi - lo):
         status[lo + lane] = 0
     copy_out(AL, A, OA, lo, hi)
     copy_out(BL, B, OB, lo, hi)
+    return 0
 
 
 _LANES_ENTRY: dict = {}     # lane width -> batch_lanes's compiled code without dispatch (_jit.direct)
@@ -158,7 +155,7 @@ _LANES_ENTRY: dict = {}     # lane width -> batch_lanes's compiled code without 
 def _lanes_entry(width, args):
     """batch_lanes for its one signature at this width (the arrays linearize_batch passes: kernel_array's
     and _out_arrays' C-contiguous float64, the workspaces' aligned ones), called without numba's
-    type dispatch (~0.1 us for each of its 22 arguments)."""
+    type dispatch (~0.1 us for each of its 18 arguments)."""
     entry = _LANES_ENTRY.get(width)
     if entry is None:
         entry = direct(batch_lanes, *args)
@@ -203,8 +200,9 @@ def linearize_batch(model: Model, q_batch: ArrayLike, v_batch: ArrayLike, tau_ba
 
     contacts=[sl.Contact, ...] (the same for every state; anchor None: each state's own frame
     pose) and/or forces=[(sl.Contact, F), ...] with F (dim,) for every state or (N, dim) per
-    state: linearize(..., contacts=, forces=) state by state (B then has nj + m columns with
-    forces; the contact forces and their derivatives: call linearize per state)."""
+    state: what linearize(..., contacts=, forces=, dt=) gives on each state, in lockstep groups
+    too (B then has nj + m columns with forces; the contact forces and their derivatives: call
+    linearize per state)."""
     Q, V, T = _batch_arrays(model, q_batch, v_batch, tau_batch)
     if dt is not None:
         dt = check_dt(dt)
@@ -252,17 +250,21 @@ def linearize_batch(model: Model, q_batch: ArrayLike, v_batch: ArrayLike, tau_ba
         ws = [_lane_workspace(d, t, width, dt is not None) for t in range(nthreads)]
         tag = (0.0,) * width
         w = ws[0]
-        entry = _lanes_entry(width, (d.ib, w.fb1, w.fb, tag, Q, V, T, OA, OB, status, dt or 0.0, w.SA, w.SB,
-                                     0, 0) + w.arrays)
+        entry = _lanes_entry(width, (d.ib, w.fb, tag, Q, V, T, OA, OB, status, dt or 0.0, 0, 0) + w.arrays)
 
         def work(t):
             w = ws[t]
+
+            def one_by_one(a, b):
+                _one_by_one(d.ib, w.fb1, Q, V, T, OA, OB, status, dt or 0.0, w.SA, w.SB, a, b)
+
             while True:
                 lo = next(counter) * chunk
                 if lo >= N:
                     return
-                entry(d.ib, w.fb1, w.fb, tag, Q, V, T, OA, OB, status, dt or 0.0, w.SA, w.SB, lo, min(N, lo + chunk),
-                      *w.arrays)
+                hi = min(N, lo + chunk)
+                if entry(d.ib, w.fb, tag, Q, V, T, OA, OB, status, dt or 0.0, lo, hi, *w.arrays):
+                    redo_failed_groups(status, lo, hi, width, one_by_one)
     else:
         chunk = max(1, min(16, N // (8 * nthreads)))
         fbs = np.tile(d.fb, (nthreads, 1))          # a workspace per thread, for this call only
@@ -274,7 +276,7 @@ def linearize_batch(model: Model, q_batch: ArrayLike, v_batch: ArrayLike, tau_ba
                 lo = next(counter) * chunk
                 if lo >= N:
                     return
-                batch_chunk(d.ib, fbs[t], Q, V, T, OA, OB, status, dt or 0.0, SA[t], SB[t], lo, min(N, lo + chunk))
+                _one_by_one(d.ib, fbs[t], Q, V, T, OA, OB, status, dt or 0.0, SA[t], SB[t], lo, min(N, lo + chunk))
 
     _run_workers(work, nthreads, ("batch",))
     bad = np.flatnonzero(status)
@@ -321,8 +323,8 @@ def _batch_contacts(model, Q, V, T, dt, out, contacts, forces):
     """linearize_batch with contacts / forces: linearize state by state (the compiled contact
     pipeline, linearization/with_contacts.py), states handed out from a shared counter to the worker
     threads as in the plain batch (each thread on its own Data; the compiled call releases the
-    GIL). Without dt the states run in compiled chunks, in lockstep lanes as the plain batch
-    (with_contacts.batch_contacts; this loop remains for dt, custom joints, anchored contacts and
+    GIL). The states run in compiled chunks, in lockstep lanes as the plain batch
+    (with_contacts.batch_contacts; this loop remains for custom joints, anchored contacts and
     loops with Baumgarte stiffness). A bad state raises a ValueError naming the first
     one."""
     from ..state import State
@@ -342,10 +344,9 @@ def _batch_contacts(model, Q, V, T, dt, out, contacts, forces):
     if N == 0:
         return OA, OB
     contacts = list(contacts or ())
-    if dt is None:      # compiled chunks on the worker threads (contacts.batch_contacts)
-
-        if batch_contacts(model, Q, V, T, OA, OB, contacts, per_state, min(num_threads(), N), _run_workers):
-            return OA, OB
+    if batch_contacts(model, Q, V, T, OA, OB, contacts, per_state, min(num_threads(), N), _run_workers,
+                      dt or 0.0):     # compiled chunks on the worker threads
+        return OA, OB
     counter = itertools.count()
     errors = {}
 

@@ -11,20 +11,20 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .._jit import PLAIN_ONLY, compiled, decide_groups, njit
+from .._jit import compiled, decide_groups, njit
 from .._intrinsics import borrow
-from .._lanes import aligned_empty, as_lanes, copy_out, interleave, lane_width, matmul
+from .._lanes import aligned_empty, as_lanes, copy_out, interleave, lane_width, matmul, redo_failed_groups
 
 COMPILE_GROUP = "contacts"  # the compile group of this module's kernels (_jit)
 from ..algorithms.common import not_finite
-from ..algorithms.constrained_dynamics import (Outputs, _carve_ws, constrained_acceleration, contact_plan,
+from ..algorithms.constrained_dynamics import (_carve_ws, constrained_acceleration, contact_plan,
                                                plan_views, run_plan)
 from ..algorithms.contact_rows import Contact, Loop, set_gather, set_rows, set_wrench
-from ..algorithms.status import NOT_FINITE
+from ..algorithms.status import LANES_FAILED, NOT_FINITE
 from ..data import get_data
 from ..layout import kernel, views
-from .assembly import Linearization, assemble, derivatives_at
-from .discrete import check_dt, discretize
+from .assembly import Linearization, assemble, derivatives_at, discrete_at
+from .discrete import check_dt
 from .overflow import overflow_error
 
 if TYPE_CHECKING:
@@ -151,107 +151,144 @@ def contacts_pipeline(m, d, q, vel, tau, fset, fvec, cset, ws, out):
 
 
 @njit
-def contacts_entry(ib, fb, q, vel, tau, pi, pf):
-    """contacts_pipeline with a plan's arrays (two buffers: few arguments to pass)."""
+def contacts_entry(ib, fb, q, vel, tau, pi, pf, dt, Ad, Bd):
+    """contacts_pipeline with a plan's arrays (two buffers: few arguments to pass); with dt > 0
+    also Ad, Bd of the discrete step from the plan's A, B (assembly.discrete_at)."""
     m, d, _ = views(ib, fb)
     fset, fvec, cset, ws, out = plan_views(m.nv, m.n, pi, pf)
-    return contacts_pipeline(m, d, q, vel, tau, fset, fvec, cset, ws, out)
+    status = contacts_pipeline(m, d, q, vel, tau, fset, fvec, cset, ws, out)
+    if status != 0 or dt <= 0.0:
+        return status
+    return discrete_at(m, d, vel, out.A, out.B, dt, Ad, Bd)
 
 
-def run_contacts(model: Model, state: State, tau: np.ndarray, contacts, forces, data):
-    """contacts_pipeline on the Data; returns (nu_dot, Minv, D, A, B, lam, dz, dtau): views into the
-    caller's data (and its contact plan), overwritten by its next use, as linearize's; fresh arrays
-    without data."""
+_NO_ARRAY = np.empty((0, 0))    # Ad, Bd of contacts_entry without dt
+
+
+def run_contacts(model: Model, state: State, tau: np.ndarray, contacts, forces, data, dt: float = 0.0):
+    """contacts_pipeline on the Data; returns (nu_dot, Minv, D, A, B, lam, dz, dtau, Ad, Bd): views
+    into the caller's data (and its contact plan), overwritten by its next use, as linearize's;
+    fresh arrays without data. Ad, Bd: new arrays with dt > 0, else None."""
+    nx = 2 * model.nv
+    Ad = Bd = None
+    if dt > 0.0:
+        Ad = np.empty((nx, nx))
+        Bd = np.empty((nx, model.nj + sum(c.dim for c, _ in forces or ())))
+
+    def entry(ib, fb, q, v, tau, pi, pf):
+        if Ad is None:
+            return contacts_entry(ib, fb, q, v, tau, pi, pf, 0.0, _NO_ARRAY, _NO_ARRAY)
+        return contacts_entry(ib, fb, q, v, tau, pi, pf, dt, Ad, Bd)
+
     def collect(d, plan, status):
         if status == NOT_FINITE:
             raise overflow_error(model, d, state.q, state.v, tau, plan.A, plan.B[:, :model.nj])
         out = (d.nu_dot, d.Minv, d.D, plan.A, plan.B, plan.lam, plan.dz, plan.dtau)
-        return out if data is not None else tuple(x.copy() for x in out)
+        return (out if data is not None else tuple(x.copy() for x in out)) + (Ad, Bd)
 
-    return run_plan(model, state, tau, contacts, forces, data, contacts_entry, collect)
+    return run_plan(model, state, tau, contacts, forces, data, entry, collect)
 
 
-@njit(group=PLAIN_ONLY)
-def contacts_chunk(ib, fb, Q, V, TAU, pi, pf, FV, OA, OB, status, lo, hi):
-    """contacts_pipeline (linearize) for rows lo..hi-1 of Q, V, TAU (input forces FV[i]) on one
-    thread's Data and contact plan (pi, pf): A, B into OA[i], OB[i], the status into status[i]
-    (the batch while contacts_lanes is not compiled: plain Python around the one-state kernels)."""
-    m, d, _ = views(ib, fb)
-    fset, _, cset, ws, out = plan_views(m.nv, m.n, pi, pf)
-    Q, V, TAU, FV, OA, OB, status = (borrow(Q), borrow(V), borrow(TAU), borrow(FV), borrow(OA),
-                                     borrow(OB), borrow(status))
+def contacts_one_by_one(d, plan, Q, V, TAU, FV, OA, OB, status, dt, lo, hi):
+    """contacts_entry, the compiled one-state contact pipeline, called from Python for rows lo..hi-1
+    of Q, V, TAU (input forces FV[i]) on a thread's own Data and contact plan: A, B (with dt > 0:
+    Ad, Bd) into OA[i], OB[i], the status into status[i]. The batch while contacts_lanes is not
+    compiled, and a lockstep group that failed (_lanes.redo_failed_groups)."""
     for i in range(lo, hi):
-        status[i] = contacts_pipeline(m, d, Q[i], V[i], TAU[i], fset, FV[i], cset, ws,
-                                      Outputs(OA[i], OB[i], out.lam, out.dz, out.dtau))
+        if plan.mf:
+            plan.fvec[:] = FV[i]
+        if dt > 0.0:
+            status[i] = contacts_entry(d.ib, d.fb, Q[i], V[i], TAU[i], plan.pi, plan.pf, dt, OA[i], OB[i])
+        else:
+            status[i] = contacts_entry(d.ib, d.fb, Q[i], V[i], TAU[i], plan.pi, plan.pf, 0.0, _NO_ARRAY,
+                                       _NO_ARRAY)
+            if status[i] == 0:
+                OA[i] = plan.A
+                OB[i] = plan.B
 
 
 @njit(group="contacts_batch")
-def contacts_lanes(ib, fb, fbl, tag, pi, pf, pfl, Q, V, TAU, FV, OA, OB, status, lo, hi, QL, VL, TL, FL):
+def contacts_lanes(ib, fbl, tag, pi, pfl, Q, V, TAU, FV, OA, OB, status, dt, lo, hi, QL, VL, TL, FL, ADL, BDL):
     """contacts_pipeline for rows lo..hi-1 in lockstep groups of L = len(tag) (_lanes.py; as
     batch.batch_lanes): each group's q, v, tau and input forces interleaved into QL, VL, TL, FL
     (..., L), the pipeline on the lane workspace fbl and the lane plan pfl (the Data's and the
-    plan's floats in every lane), each lane's A, B copied out to OA[i], OB[i]. A group that fails
-    (a bad state, dependent rows in some lanes only, an overflow) is computed state by state on
-    the one-state workspace fb and plan pf, which give each state its own status."""
+    plan's floats in every lane), each lane's A, B (with dt > 0: Ad, Bd, in ADL, BDL) copied out
+    to OA[i], OB[i]. Returns the number of groups that failed (a bad state, dependent rows in
+    some lanes only, an overflow): their states' status is LANES_FAILED, and batch_contacts
+    computes them one by one (contacts_one_by_one)."""
     Q, V, TAU, FV, OA, OB, status = (borrow(Q), borrow(V), borrow(TAU), borrow(FV), borrow(OA),
                                      borrow(OB), borrow(status))
     width = len(tag)
     ml, dl, _ = views(ib, as_lanes(fbl, tag))
     fset, _, cset, ws, out = plan_views(ml.nv, ml.n, pi, as_lanes(pfl, tag))
     q, v, tau, fv = as_lanes(QL, tag), as_lanes(VL, tag), as_lanes(TL, tag), as_lanes(FL, tag)
+    Ad, Bd = as_lanes(ADL, tag), as_lanes(BDL, tag)
     nx, nb = 2 * ml.nv, out.B.shape[1]
     AL = pfl[pi[13]:pi[13] + nx * nx].reshape((nx, nx, width))     # out.A, out.B as floats
     BL = pfl[pi[14]:pi[14] + nx * nb].reshape((nx, nb, width))
+    failed = 0
     for g in range(lo, hi, width):
         gh = min(hi, g + width)
         interleave(Q, QL, g, gh)
         interleave(V, VL, g, gh)
         interleave(TAU, TL, g, gh)
         interleave(FV, FL, g, gh)
-        if contacts_pipeline(ml, dl, q, v, tau, fset, fv, cset, ws, out) == 0:
-            for lane in range(gh - g):
-                status[g + lane] = 0
+        st = contacts_pipeline(ml, dl, q, v, tau, fset, fv, cset, ws, out)
+        if st == 0 and dt > 0.0:
+            st = discrete_at(ml, dl, v, out.A, out.B, dt, Ad, Bd)
+        if st != 0:
+            for i in range(g, gh):
+                status[i] = LANES_FAILED
+            failed += 1
+            continue
+        for lane in range(gh - g):
+            status[g + lane] = 0
+        if dt > 0.0:
+            copy_out(ADL, Ad, OA, g, gh)
+            copy_out(BDL, Bd, OB, g, gh)
+        else:
             copy_out(AL, out.A, OA, g, gh)
             copy_out(BL, out.B, OB, g, gh)
-        else:
-            m, d, _ = views(ib, fb)
-            fset1, _, cset1, ws1, out1 = plan_views(m.nv, m.n, pi, pf)
-            for i in range(g, gh):
-                status[i] = contacts_pipeline(m, d, Q[i], V[i], TAU[i], fset1, FV[i], cset1, ws1,
-                                              Outputs(OA[i], OB[i], out1.lam, out1.dz, out1.dtau))
+    return failed
 
 
 class _ContactLanes:
     """One thread's buffers for contacts_lanes at lane width L: fbl, pfl, the Data's and the
     plan's floats in every lane (the workspaces the pipeline overwrites, the model and the
-    contacts' numbers it reads); arrays, the interleaved q, v, tau and input forces."""
+    contacts' numbers it reads); arrays, the interleaved q, v, tau and input forces, and with dt
+    the lanes' Ad, Bd."""
 
-    def __init__(self, d, plan, width):
+    def __init__(self, d, plan, width, with_dt):
         self.plan = plan                    # held: the cache below is keyed by its identity
         self.fbl = aligned_empty((d.fb.shape[0], width), width)
         self.fbl[:] = d.fb[:, None]
         self.pfl = aligned_empty((plan.pf.shape[0], width), width)
         self.pfl[:] = plan.pf[:, None]
         nq = d.nv + (1 if d.floating_base else 0)
-        self.arrays = tuple(aligned_empty((k, width), width) for k in (nq, d.nv, d.nj, plan.mf))
+        nx, nb = 2 * d.nv, d.nj + plan.mf
+        shapes = [(nq, width), (d.nv, width), (d.nj, width), (plan.mf, width)]
+        shapes += [(nx, nx, width), (nx, nb, width)] if with_dt else [(0, 0, width), (0, 0, width)]
+        self.arrays = tuple(aligned_empty(s, width) for s in shapes)
 
 
-def _contact_lanes(d, plan, width):
+def _contact_lanes(d, plan, width, with_dt):
     """The _ContactLanes of this Data and plan (kept on d, the calling thread's own Data)."""
     cache = d.__dict__.setdefault("_contact_lanes", {})
-    ws = cache.get((id(plan), width))
+    key = (id(plan), width, with_dt)
+    ws = cache.get(key)
     if ws is None or ws.plan is not plan:
         if len(cache) > 8:
             cache.clear()
-        ws = cache[(id(plan), width)] = _ContactLanes(d, plan, width)
+        ws = cache[key] = _ContactLanes(d, plan, width, with_dt)
     return ws
 
 
-def batch_contacts(model: Model, Q, V, T, OA, OB, contacts, per_state, nthreads, run_workers):
+def batch_contacts(model: Model, Q, V, T, OA, OB, contacts, per_state, nthreads, run_workers, dt=0.0):
     """linearize_batch's contact path in compiled chunks: each worker thread takes chunks of states
     from a shared counter and runs them on its own thread-local Data and contact plan (the GIL
     released): contacts_lanes in lockstep groups of L, or while the contacts_batch group is not
-    compiled, contacts_chunk state by state. per_state: [(Contact, F)] with F (dim,) or (N, dim). Returns False (nothing
+    compiled, contacts_one_by_one state by state. A, B into OA, OB; with dt > 0, Ad, Bd.
+    per_state: [(Contact, F)] with F (dim,) or (N, dim). Returns False (nothing
     done) where the per-state path must run: custom joints (Python jcalc), anchored contacts
     (their errors are set per state in Python), or forces that are not finite / of the wrong
     shape (that path names them); raises the first bad state's error."""
@@ -292,19 +329,23 @@ def batch_contacts(model: Model, Q, V, T, OA, OB, contacts, per_state, nthreads,
     def work(_):
         d = get_data(model)                 # this thread's own Data, and its plan
         plan, _ = contact_plan(model, d, contacts, keys)
-        lanes = _contact_lanes(d, plan, width) if width > 1 else None
+        lanes = _contact_lanes(d, plan, width, dt > 0.0) if width > 1 else None
+
+        def one_by_one(a, b):
+            contacts_one_by_one(d, plan, Q, V, T, FV, OA, OB, status, dt, a, b)
+
         busy, d._busy = d._busy, True
         try:
             while True:
                 lo = next(counter) * chunk
                 if lo >= N:
                     return
-                if lanes is not None:
-                    contacts_lanes(d.ib, d.fb, lanes.fbl, tag, plan.pi, plan.pf, lanes.pfl, Q, V, T, FV, OA,
-                                   OB, status, lo, min(N, lo + chunk), *lanes.arrays)
-                else:
-                    contacts_chunk(d.ib, d.fb, Q, V, T, plan.pi, plan.pf, FV, OA, OB, status, lo,
-                                   min(N, lo + chunk))
+                hi = min(N, lo + chunk)
+                if lanes is None:
+                    one_by_one(lo, hi)
+                elif contacts_lanes(d.ib, lanes.fbl, tag, plan.pi, lanes.pfl, Q, V, T, FV, OA, OB, status, dt,
+                                    lo, hi, *lanes.arrays):
+                    redo_failed_groups(status, lo, hi, width, one_by_one)
         finally:
             d._busy = busy
 
@@ -314,7 +355,7 @@ def batch_contacts(model: Model, Q, V, T, OA, OB, contacts, per_state, nthreads,
         i = int(bad[0])
         try:
             st = State.from_vectors(model, Q[i], V[i])
-            linearize_contacts(model, st, T[i], contacts, _forces_row(per_state, FV, i))
+            linearize_contacts(model, st, T[i], contacts, _forces_row(per_state, FV, i), dt=dt or None)
         except ValueError as e:
             raise ValueError(f"linearize_batch: state {i}: {e}") from None
         raise ValueError(f"linearize_batch: state {i}: the contact linearization failed (status "
@@ -336,13 +377,12 @@ def linearize_contacts(model: Model, state: State, tau: np.ndarray, contacts, fo
     of the semi-implicit Euler step (discrete.py) of the constrained / forced dynamics."""
     if dt is not None:
         dt = check_dt(dt)
-    nu, Minv, D, A, B, lam, dz, dtau = run_contacts(model, state, tau, contacts, forces, data)
+    nu, Minv, D, A, B, lam, dz, dtau, Ad, Bd = run_contacts(model, state, tau, contacts, forces, data,
+                                                          dt or 0.0)
     if contacts:
         lin = Linearization(A, B, nu, Minv, D, forces=lam, dforces_dz=dz, dforces_dtau=dtau)
     else:
         lin = Linearization(A, B, nu, Minv, D)
     if dt is not None:
-        v_plus = state.v[0:6] + dt * nu[0:6] if model.floating_base else None
-        lin.dt = dt
-        lin.Ad, lin.Bd = discretize(lin.A, lin.B, dt, v_plus)
+        lin.dt, lin.Ad, lin.Bd = dt, Ad, Bd
     return lin

@@ -32,7 +32,7 @@ def _random_q(m, rng, n=None):
 def save(path: str, robots) -> None:
     """linearize (with dt), forward dynamics, M, M^-1, EIDAmb and its derivatives, contacts on the
     FEET robots, a frame Jacobian, for three random states of each robot, and a batch of 19 states
-    with and without dt, and on the FEET robots with contacts and an input force."""
+    with and without dt, and on the FEET robots with contacts and an input force, with and without dt."""
     out = {}
     for name in robots:
         m = load_robot(name)
@@ -66,8 +66,11 @@ def save(path: str, robots) -> None:
         if name in FEET:                    # three feet in contact, the fourth's force an input per state
             cs = [sl.Contact(f, baumgarte=(1.0, 2.0)) for f in FEET[name][:3]]
             Fb = rng.normal(scale=20.0, size=(19, 3))
+            fs = [(sl.Contact(FEET[name][3]), Fb)]
             out[f"{name}_batch_c_A"], out[f"{name}_batch_c_B"] = sl.linearize_batch(
-                m, Qb, Vb, Tb, contacts=cs, forces=[(sl.Contact(FEET[name][3]), Fb)])
+                m, Qb, Vb, Tb, contacts=cs, forces=fs)
+            out[f"{name}_batch_c_Ad"], out[f"{name}_batch_c_Bd"] = sl.linearize_batch(
+                m, Qb, Vb, Tb, contacts=cs, forces=fs, dt=0.01)
     np.savez(path, **out)
     print(len(out), "arrays saved to", path)
 
