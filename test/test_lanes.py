@@ -228,6 +228,34 @@ def test_a_failing_state_inside_a_group_with_contacts():
 
 
 @needs_numba
+def test_while_the_lane_groups_compile_a_batch_runs_the_compiled_one_state_pipeline(monkeypatch):
+    """While the batch and contacts_batch groups are not compiled (their background compile
+    running), linearize_batch calls the compiled one-state entry points state by state from
+    Python: no kernel runs its plain-Python form (hundreds of times slower), with or without
+    contacts and dt, and each result is linearize's."""
+    from sva_linearizer import _jit
+
+    model = load_robot("solo12")
+    N = 5
+    Q, V, T = random_states(model, N, seed=9)
+    contacts = [sl.Contact(f, "point") for f in FEET["solo12"]]
+    cases = ({}, {"dt": 0.01}, {"contacts": contacts}, {"contacts": contacts, "dt": 0.01})
+    refs = [[sl.linearize(model, sl.State.from_vectors(model, Q[i], V[i]), T[i], **kw) for i in range(N)]
+            for kw in cases]            # (the core and contacts groups compiled: SVA_LINEARIZER_COMPILE=wait)
+    plain = []
+    real = _jit._plain_call
+    monkeypatch.setattr(_jit, "_plain_call", lambda d: plain.append((d.py_func.__name__, d.compile_group)) or real(d))
+    monkeypatch.setitem(_jit._state, "batch", "plain")
+    monkeypatch.setitem(_jit._state, "contacts_batch", "plain")
+    for kw, lins in zip(cases, refs):
+        A, B = sl.linearize_batch(model, Q, V, T, **kw)
+        for i, lin in enumerate(lins):
+            for ours, ref in ((A[i], lin.Ad if "dt" in kw else lin.A), (B[i], lin.Bd if "dt" in kw else lin.B)):
+                np.testing.assert_allclose(ours, ref, rtol=0, atol=1e-12 * np.abs(ref).max())
+    assert plain == []
+
+
+@needs_numba
 def test_the_lane_pipeline_computes_with_vector_instructions():
     """The pipeline compiled on lanes does its double-precision arithmetic in full-width vector
     instructions, where the one-state pipeline's is scalar (counted in the machine code, compiled
