@@ -170,21 +170,19 @@ def run_contacts(model: Model, state: State, tau: np.ndarray, contacts, forces, 
     into the caller's data (and its contact plan), overwritten by its next use, as linearize's;
     fresh arrays without data. Ad, Bd: new arrays with dt > 0, else None."""
     nx = 2 * model.nv
-    Ad = Bd = None
-    if dt > 0.0:
-        Ad = np.empty((nx, nx))
-        Bd = np.empty((nx, model.nj + sum(c.dim for c, _ in forces or ())))
+    discrete = []                           # Ad, Bd with dt
 
     def entry(ib, fb, q, v, tau, pi, pf):
-        if Ad is None:
+        if dt <= 0.0:
             return contacts_entry(ib, fb, q, v, tau, pi, pf, 0.0, _NO_ARRAY, _NO_ARRAY)
-        return contacts_entry(ib, fb, q, v, tau, pi, pf, dt, Ad, Bd)
+        discrete[:] = np.empty((nx, nx)), np.empty((nx, model.nj + int(pi[2])))   # pi[2]: the input forces' rows
+        return contacts_entry(ib, fb, q, v, tau, pi, pf, dt, *discrete)
 
     def collect(d, plan, status):
         if status == NOT_FINITE:
             raise overflow_error(model, d, state.q, state.v, tau, plan.A, plan.B[:, :model.nj])
         out = (d.nu_dot, d.Minv, d.D, plan.A, plan.B, plan.lam, plan.dz, plan.dtau)
-        return (out if data is not None else tuple(x.copy() for x in out)) + (Ad, Bd)
+        return (out if data is not None else tuple(x.copy() for x in out)) + (tuple(discrete) or (None, None))
 
     return run_plan(model, state, tau, contacts, forces, data, entry, collect)
 
