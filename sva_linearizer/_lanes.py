@@ -477,6 +477,14 @@ def copy_out(XL, X, OX, lo, hi):
                 OX[lo + lane, r, c] = XL[r, c, lane]
 
 
+def chunk_size(n: int, width: int, nthreads: int) -> int:
+    """States per call of a batch's worker threads: whole lockstep groups of `width` (1: one state
+    at a time), a few calls per thread, so that a thread slowed down by other work takes fewer."""
+    if width > 1:
+        return width * max(1, min(8, -(-n // width) // (2 * nthreads)))
+    return max(1, min(16, n // (8 * nthreads)))
+
+
 def redo_failed_groups(status, lo: int, hi: int, width: int, one_by_one) -> None:
     """one_by_one(a, b) for each lockstep group a..b-1 within lo..hi whose states have status
     LANES_FAILED (a lane kernel failed it as a whole): the one-state kernels then give each of its

@@ -41,7 +41,7 @@ from .._jit import HAVE_NUMBA, compiled, decide_groups, direct, is_direct, njit
 from .._arrays import kernel_array, real_array
 from .._intrinsics import borrow
 from ..algorithms.status import LANES_FAILED
-from .._lanes import aligned_empty, as_lanes, copy_out, interleave, lane_width, redo_failed_groups
+from .._lanes import aligned_empty, as_lanes, chunk_size, copy_out, interleave, lane_width, redo_failed_groups
 
 COMPILE_GROUP = "batch"     # the compile group of this module's kernels (_jit)
 from ..coupling import is_coupled
@@ -244,9 +244,8 @@ def linearize_batch(model: Model, q_batch: ArrayLike, v_batch: ArrayLike, tau_ba
         nthreads = min(nthreads, max(1, N * nv * nv // THREAD_WORK))
     counter = itertools.count()
     status = np.zeros(N, dtype=np.int64)
+    chunk = chunk_size(N, width, nthreads)
     if lanes:
-        # states per call: whole groups, a few calls per thread (a thread slowed by other work takes fewer)
-        chunk = width * max(1, min(8, groups // (2 * nthreads)))
         ws = [_lane_workspace(d, t, width, dt is not None) for t in range(nthreads)]
         tag = (0.0,) * width
         w = ws[0]
@@ -266,7 +265,6 @@ def linearize_batch(model: Model, q_batch: ArrayLike, v_batch: ArrayLike, tau_ba
                 if entry(d.ib, w.fb, tag, Q, V, T, OA, OB, status, dt or 0.0, lo, hi, *w.arrays):
                     redo_failed_groups(status, lo, hi, width, one_by_one)
     else:
-        chunk = max(1, min(16, N // (8 * nthreads)))
         fbs = np.tile(d.fb, (nthreads, 1))          # a workspace per thread, for this call only
         SA = np.empty((nthreads, nx, nx) if dt else (nthreads, 0, 0))    # A, B scratch with dt
         SB = np.empty((nthreads, nx, nj) if dt else (nthreads, 0, 0))

@@ -13,7 +13,8 @@ import numpy as np
 
 from .._jit import compiled, decide_groups, njit
 from .._intrinsics import borrow
-from .._lanes import aligned_empty, as_lanes, copy_out, interleave, lane_width, matmul, redo_failed_groups
+from .._lanes import (aligned_empty, as_lanes, chunk_size, copy_out, interleave, lane_width, matmul,
+                      redo_failed_groups)
 
 COMPILE_GROUP = "contacts"  # the compile group of this module's kernels (_jit)
 from ..algorithms.common import not_finite
@@ -318,10 +319,7 @@ def batch_contacts(model: Model, Q, V, T, OA, OB, contacts, per_state, nthreads,
     counter = itertools.count()
     decide_groups("contacts_batch")
     width = lane_width() if compiled("contacts_batch") else 1
-    if width > 1:                           # whole groups of lanes, a few calls per thread
-        chunk = width * max(1, min(8, -(-N // width) // (2 * nthreads)))
-    else:
-        chunk = max(1, min(16, N // (8 * nthreads)))
+    chunk = chunk_size(N, width, nthreads)
     tag = (0.0,) * width
 
     def work(_):
