@@ -65,47 +65,29 @@ FASTMATH = {"contract"}
 PLAIN_ONLY = "plain_only"
 
 
-def _vector_type(t) -> bool:
-    """t is, or holds, a numba type marked `inlined_by_llvm` (_lanes.Lanes)."""
-    if getattr(t, "inlined_by_llvm", False):
-        return True
-    if isinstance(t, _numba.types.Array):
-        return _vector_type(t.dtype)
-    if isinstance(t, _numba.types.BaseTuple):
-        return any(_vector_type(x) for x in t.types)
-    return False
-
-
-def _inline_unless_vector(expr, caller_ir, callee_ir) -> bool:
-    """numba's inline decision for a helper (njit's inline="always") at one call site: numba
-    inlines its IR, unless the function being compiled takes a vector type (_lanes.Lanes). There
-    the helper is compiled once per signature and LLVM inlines it (forceinline): numba's inlining
-    copies the callee's IR at every call site, which made the lanes' compile take as long as the
-    one-state pipeline's, and LLVM's gives the lanes the same speed. numba gives a cost model the
-    two IRs only; the argument types are those of the compile that asks (its pipeline state, one
-    frame up; where that cannot be read, numba inlines)."""
-    state = sys._getframe(1).f_locals.get("state")
-    args = getattr(state, "args", None) or ()
-    return not any(_vector_type(t) for t in args)
+# numba's options for a helper of the hot loops (njit's inline="always"): compiled once per signature
+# and inlined by LLVM into its callers (LLVM's `alwaysinline`), not by numba. numba inlines a
+# function's IR by copying it at every call site, which made most of a cold compile's front end;
+# LLVM's inlining gives the same machine code speed (docs/performance.md, "Where a cold compile's
+# time goes").
+HELPER_OPTIONS = {"inline": "never", "forceinline": True}
 
 
 def njit(fn=None, *, parallel=False, inline="never", group=None):
     """Compile in nopython mode with numba's on-disk cache, or return `fn` unchanged. group: the
     compile group (default: the module's COMPILE_GROUP, else "core"). inline:
       "never"   a function of its own (``@njit``, ``@njit(parallel=True)``);
-      "always"  a small helper of the hot loops: numba inlines its IR into callers on numbers,
-                LLVM inlines its machine code into callers on lanes (_inline_unless_vector);
+      "always"  a small helper of the hot loops: compiled once per signature, LLVM inlines it
+                into its callers (HELPER_OPTIONS);
       "ir"      numba inlines its IR into every caller. A helper that returns arrays must be:
                 views carved from a buffer must not outlive the call that carved them, and the
                 Python entry numba builds for each compiled signature cannot box an array of
                 Lanes."""
     def wrap(f):
         if HAVE_NUMBA:
-            helper = inline == "always"
-            d = _numba.njit(cache=True, nogil=True, parallel=parallel,
-                            inline=_inline_unless_vector if helper else "always" if inline == "ir" else inline,
-                            forceinline=helper,
-                            error_model="numpy", fastmath=FASTMATH)(f)
+            how = HELPER_OPTIONS if inline == "always" else {"inline": "always" if inline == "ir" else inline}
+            d = _numba.njit(cache=True, nogil=True, parallel=parallel, error_model="numpy",
+                            fastmath=FASTMATH, **how)(f)
             d.compile_group = group or f.__globals__.get("COMPILE_GROUP", "core")
             _route(d)
             DISPATCHERS.append(d)

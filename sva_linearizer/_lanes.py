@@ -105,8 +105,6 @@ if HAVE_NUMBA:
     class Lanes(types.Type):
         """L doubles, one per state of a lockstep group."""
 
-        inlined_by_llvm = True      # _jit._inline_unless_vector
-
         def __init__(self, width):
             self.width = width
             super().__init__(name=f"Lanes{width}")
@@ -123,8 +121,6 @@ if HAVE_NUMBA:
 
     class LaneMask(types.Type):
         """L flags, a comparison of Lanes; no truth value (any_lane, all_lanes, where)."""
-
-        inlined_by_llvm = True
 
         def __init__(self, width):
             self.width = width

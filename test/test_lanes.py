@@ -77,45 +77,60 @@ def test_a_branch_on_lanes_does_not_compile():
 
 
 @needs_numba
-def test_helpers_are_inlined_by_numba_on_numbers_and_by_llvm_on_lanes():
-    """The package's helpers (njit's inline="always") use _jit._inline_unless_vector: numba inlines
-    a helper's IR into a function compiled on numbers (the helper gets no machine code of its own),
-    and a function compiled on lanes calls the helper compiled once per signature (which LLVM
-    inlines). Same numbers both ways."""
+def test_helpers_are_compiled_once_per_signature_and_inlined_by_llvm():
+    """The package's helpers (njit's inline="always", _jit.HELPER_OPTIONS) are compiled once per
+    signature, on numbers and on lanes, and LLVM inlines them even where its own cost model would
+    not (a 6x6 product, called twice): the callers' optimised code calls no helper. Same numbers
+    both ways."""
     import numba
 
-    from sva_linearizer._jit import _inline_unless_vector
+    from sva_linearizer._jit import HELPER_OPTIONS
     from sva_linearizer._lanes import aligned_empty, as_lanes
 
-    @numba.njit(inline=_inline_unless_vector, forceinline=True)
-    def helper(a, b):
-        return a * b + 1.0
+    @numba.njit(**HELPER_OPTIONS)
+    def accumulate(a, b, out):
+        for i in range(6):
+            for j in range(6):
+                acc = out[i, j]
+                for k in range(6):
+                    acc += a[i, k] * b[k, j]
+                out[i, j] = acc
 
     @numba.njit
     def on_numbers(X):
-        X[0] = helper(X[0], X[1])
-        X[1] = helper(X[1], 2.0)
+        accumulate(X[0], X[1], X[2])
+        accumulate(X[2], X[0], X[1])
 
     @numba.njit
     def lanes_kernel(x):
-        x[0] = helper(x[0], x[1])
-        x[1] = helper(x[1], 2.0)
+        accumulate(x[0], x[1], x[2])
+        accumulate(x[2], x[0], x[1])
 
     @numba.njit
     def on_lanes(X, tag):
         lanes_kernel(as_lanes(X, tag))
 
-    X = np.array([2.0, 3.0])
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(3, 6, 6))
+    expected = X.copy()
+    expected[2] += expected[0] @ expected[1]
+    expected[1] += expected[2] @ expected[0]
     on_numbers(X)
-    assert list(X) == [7.0, 7.0]
-    assert helper.signatures == []
-    XL = aligned_empty((2, 4), 4)
-    XL[0], XL[1] = [2.0, -1.0, 0.5, 4.0], [3.0, 2.0, -2.0, 0.25]
-    a, b = XL[0].copy(), XL[1].copy()
+    np.testing.assert_allclose(X, expected, rtol=1e-14, atol=1e-14)
+    XL = aligned_empty((3, 6, 6, 4), 4)
+    XL[...] = rng.normal(size=XL.shape)
+    expected = XL.copy()
+    for lane in range(4):
+        e = expected[..., lane]
+        e[2] += e[0] @ e[1]
+        e[1] += e[2] @ e[0]
     on_lanes(XL, (0.0,) * 4)
-    np.testing.assert_array_equal(XL, np.array([a * b + 1.0, b * 2.0 + 1.0]))
-    assert len(helper.signatures) == 2
-    assert all(any("Lanes4" in str(t) for t in sig) for sig in helper.signatures)
+    np.testing.assert_allclose(XL, expected, rtol=1e-14, atol=1e-14)
+    assert sorted(str(sig[0].dtype) for sig in accumulate.signatures) == ["Lanes4", "float64"]
+    for caller in (on_numbers, lanes_kernel):
+        for module in caller.inspect_llvm().values():     # the optimised module, helpers linked
+            calls = [line for line in module.splitlines() if " call " in line and "accumulate" in line]
+            assert calls == [], calls[:2]
 
 
 def _batch_ready():
