@@ -44,8 +44,8 @@ from ._jit import COMPILE_ENV, HAVE_NUMBA, QUIET_ENV, mark_plain, mark_ready, se
 # the progress message's estimates (seconds of CPU time, fastest-slowest) of a cold compile on a
 # shared 2-core machine with numba 0.68 (`sva-linearizer compile --report`); `compile` spreads them
 # over compile_jobs() processes
-ESTIMATE_S = {"core": (180, 300), "batch": (40, 90), "contacts": (120, 250), "contacts_batch": (30, 70),
-              "second_order": (30, 60)}
+ESTIMATE_S = {"core": (55, 120), "batch": (40, 90), "contacts": (40, 100), "contacts_batch": (35, 80),
+              "second_order": (5, 20)}
 WHAT = {"core": "the numba kernels", "batch": "the lockstep kernel of linearize_batch (the pipeline on lanes)",
         "contacts": "the contact kernels (frames, rigid contacts, contact forces)",
         "contacts_batch": "the lockstep kernel of linearize_batch with contacts (the contact pipeline on lanes)",
