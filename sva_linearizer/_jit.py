@@ -68,8 +68,8 @@ PLAIN_ONLY = "plain_only"
 # numba's options for a helper of the hot loops (njit's inline="always"): compiled once per signature
 # and inlined by LLVM into its callers (LLVM's `alwaysinline`), not by numba. numba inlines a
 # function's IR by copying it at every call site, which made most of a cold compile's front end;
-# LLVM's inlining gives the same machine code speed (docs/performance.md, "Where a cold compile's
-# time goes").
+# with LLVM's inlining the compiled code runs at the same speed (docs/performance.md, "Where a
+# cold compile's time goes").
 HELPER_OPTIONS = {"inline": "never", "forceinline": True}
 
 
