@@ -318,13 +318,11 @@ def _lane_workspace(d, t, width, with_dt):
 
 
 def _batch_contacts(model, Q, V, T, dt, out, contacts, forces):
-    """linearize_batch with contacts / forces: linearize state by state (the compiled contact
-    pipeline, linearization/with_contacts.py), states handed out from a shared counter to the worker
-    threads as in the plain batch (each thread on its own Data; the compiled call releases the
-    GIL). The states run in compiled chunks, in lockstep lanes as the plain batch
-    (with_contacts.batch_contacts; this loop remains for custom joints, anchored contacts and
-    loops with Baumgarte stiffness). A bad state raises a ValueError naming the first
-    one."""
+    """linearize_batch with contacts / forces: with_contacts.batch_contacts (compiled chunks on the
+    worker threads, in lockstep lanes as the plain batch); where it cannot run (custom joints,
+    anchored contacts, loops with Baumgarte stiffness), linearize state by state, the states handed
+    out from a shared counter to the worker threads (each on its own Data; the compiled call
+    releases the GIL). A bad state raises a ValueError naming the first one."""
     from ..state import State
 
     N = Q.shape[0]
