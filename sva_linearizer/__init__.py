@@ -27,9 +27,11 @@ from . import warmup as _warmup  # noqa: F401 (registers the kernels' compiler: 
 __version__ = "0.1.0"
 
 
-def load_urdf(path_or_xml, floating_base=True, gravity=(0.0, 0.0, -9.81), validate=True, mimic=False):
-    """Build a Model from a URDF file path or XML string (see sva_linearizer.urdf); mimic=True
-    couples the URDF's mimic joints to their parents (a CoupledModel: sva_linearizer.coupling)."""
+def load_urdf(path_or_xml, floating_base: bool | None = None, gravity=(0.0, 0.0, -9.81), validate=True,
+              mimic=False):
+    """Build a Model from a URDF file path or XML string (see sva_linearizer.urdf); floating_base
+    None: fixed when the URDF's root link is `world`, else floating; mimic=True couples the URDF's
+    mimic joints to their parents (a CoupledModel: sva_linearizer.coupling)."""
     from .urdf import load_urdf as _load
 
     return _load(path_or_xml, floating_base=floating_base, gravity=gravity, validate=validate, mimic=mimic)

@@ -77,9 +77,24 @@ def _load_model(args):
     validate = not args.no_validate
     if args.urdf is not None:
         path = args.urdf.strip()
-        floating = True if args.floating_base is None else args.floating_base
-        return load_urdf(path, floating_base=floating, validate=validate)
+        return load_urdf(path, floating_base=args.floating_base, validate=validate)
     return load_robot(args.robot or "quadruped", floating_base=args.floating_base, validate=validate)
+
+
+def _base_choice(model, args) -> str:
+    """'floating base' or 'fixed base', with why: the option given, the URDF's root link, or the
+    named robot's default."""
+    from .urdf import floating_by_default
+
+    base = "floating base" if model.floating_base else "fixed base"
+    if args.floating_base is not None:
+        why = "--floating-base" if args.floating_base else "--fixed-base"
+    elif args.urdf is not None:
+        other = "--fixed-base" if model.floating_base else "--floating-base"
+        why = f"{floating_by_default(model.base_name)[1]}; {other} to change it"
+    else:
+        why = f"the default of robot '{args.robot or 'quadruped'}'"
+    return f"{base} ({why})"
 
 
 def z_ordering(model):
@@ -164,9 +179,8 @@ def cmd_linearize(args):
     M = sl.mass_matrix(model, state)
     ev = np.linalg.eigvals(lin.A)
     ev = ev[np.argsort(-ev.real)]
-    base = "floating" if model.floating_base else "fixed"
     pad = " " * 11
-    print(f"model      {model.name}: {base} base, nj={nj}, nv={nv}, mass {model.total_mass():.3f} kg")
+    print(f"model      {model.name}: {_base_choice(model, args)}, nj={nj}, nv={nv}, mass {model.total_mass():.3f} kg")
     print("joints     " + ", ".join(model.joint_names) + "  (this order in s, r, tau)")
     print("state      " + f"\n{pad}".join(_state_lines(model, q, v, tau, given)))
     print(f"z, w       z_dot = A z + B w, {z_ordering(model)}")
@@ -236,9 +250,11 @@ def _add_state_options(lp):
                                      "anymal_c, ur5, panda, ...); default: the bundled quadruped")
     base = lp.add_mutually_exclusive_group()
     base.add_argument("--floating-base", dest="floating_base", action="store_const", const=True, default=None,
-                      help="SE(3) base (default for --urdf and for legged robots)")
+                      help="SE(3) base (default for legged robots, and for --urdf unless its root link is "
+                           "'world')")
     base.add_argument("--fixed-base", dest="floating_base", action="store_const", const=False,
-                      help="weld the root link to the world (default for arms)")
+                      help="weld the root link to the world (default for arms, and for --urdf whose root "
+                           "link is 'world')")
     lp.add_argument("--no-validate", action="store_true",
                     help="physically invalid dynamics (negative mass, indefinite inertia, a massless "
                          "subtree) load with warnings instead of errors, as in Pinocchio")

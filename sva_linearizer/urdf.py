@@ -12,7 +12,10 @@ two can be compared joint by joint:
   URDF link frame and its placement is the joint's ``<origin>`` (pose of the child link frame in the
   parent link frame), composed with the placements of any fixed joints above it.
 * The base (root) body is the URDF root link (``model.base_name``). With ``floating_base=False`` it
-  is welded to the world; its inertia is kept as ``model.base_inertia`` all the same.
+  is welded to the world; its inertia is kept as ``model.base_inertia`` all the same. The default,
+  ``floating_base=None``, is :func:`floating_by_default`: a fixed base when the root link is
+  ``world`` (as arm descriptions written for MoveIt or Gazebo fix the robot to a ``world`` link),
+  else a floating base.
 * ``revolute`` and ``continuous`` joints become ``Joint.revolute(axis)``, ``prismatic`` joints
   ``Joint.prismatic(axis)``; the axis is normalised. A missing ``<axis>`` means (1, 0, 0) (URDF).
 * ``fixed`` joints are merged: the child link's inertia is expressed in the frame of the moving body
@@ -119,13 +122,27 @@ _KEEP = {
 # ---------------------------------------------------------------------------------------------
 # Public entry point
 # ---------------------------------------------------------------------------------------------
-def load_urdf(path_or_xml, floating_base=True, gravity=(0.0, 0.0, -9.81), *, validate=True,
+#: The root link name that means "the world": a URDF rooted at it is fixed to the world by default.
+WORLD_LINK = "world"
+
+
+def floating_by_default(root_link: str) -> tuple[bool, str]:
+    """The base :func:`load_urdf` chooses when ``floating_base`` is None, from the URDF's root link
+    -> (floating, why): fixed when the root link is ``world`` (the robot is fixed to the world
+    frame, as arm descriptions for MoveIt and Gazebo write it), floating otherwise."""
+    if root_link == WORLD_LINK:
+        return False, f"the URDF's root link is '{WORLD_LINK}': the robot is fixed to the world"
+    return True, f"the URDF's root link '{root_link}' is not '{WORLD_LINK}': the base moves"
+
+
+def load_urdf(path_or_xml, floating_base: bool | None = None, gravity=(0.0, 0.0, -9.81), *, validate=True,
               mimic: bool = False) -> Model | CoupledModel:
     """Build a Model from a URDF file path (str or pathlib.Path) or a URDF XML string/bytes.
 
     A string is taken as XML when its first non-blank character is '<', otherwise as a path.
     ``floating_base``: True for a free-floating (SE(3)) base, False to weld the root link to the
-    world. ``gravity``: world-frame gravity vector.
+    world; None (the default) is :func:`floating_by_default`: fixed when the URDF's root link is
+    ``world``, else floating. ``gravity``: world-frame gravity vector.
 
     ``validate=True`` (default, strict): physically invalid dynamics are errors: a negative mass, an
     indefinite inertia tensor (of a rigid body after merging fixed joints), a mass matrix that is
@@ -499,6 +516,8 @@ def _express_in(mass, com, I_com, R, p):
 
 def _build_model(robot, floating_base, gravity, label, strict=True):
     links, root, children = _check_tree(robot, label)
+    if floating_base is None:
+        floating_base = floating_by_default(root)[0]
     joint_names = {j.name for j in robot.joints}
 
     # Pass 1: depth-first walk. `attach[link] = (body, R, p)`: the body the link is rigidly part of

@@ -131,6 +131,18 @@ def test_floating_and_fixed_base_switches(tmp_path, capsys):
     assert "fixed base" in capsys.readouterr().out
 
 
+def test_a_urdf_rooted_at_world_is_fixed_and_the_summary_says_why(capsys):
+    from sva_linearizer.robots import robot_urdf_path
+
+    ur5 = str(robot_urdf_path("ur5"))
+    assert cli_main(["linearize", "--urdf", ur5]) == 0
+    out = capsys.readouterr().out
+    assert "fixed base (the URDF's root link is 'world': the robot is fixed to the world; --floating-base" in out
+    assert "nv=6," in out
+    assert cli_main(["linearize", "--urdf", ur5, "--floating-base"]) == 0
+    assert "floating base (--floating-base), nj=6, nv=12" in capsys.readouterr().out
+
+
 def test_base_switches_exclude_each_other(capsys):
     with pytest.raises(SystemExit):
         cli_main(["linearize", "--fixed-base", "--floating-base"])

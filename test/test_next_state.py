@@ -117,3 +117,28 @@ def test_the_affine_model_in_the_fixed_chart_at_the_point():
     A_f[:6, :6] += ad / 2
     assert e_max(J, A_f) < 1e-5, e_max(J, A_f)
     assert e_max(J, lin.A) > 1e-3            # A alone is the deviation from the nominal motion
+
+
+def test_next_state_keeps_the_quaternion_hemisphere_of_the_state():
+    """q and -q are the same rotation: the next state's quaternion is the one with q_next . q >= 0,
+    for states given with w < 0 as with w > 0, also across a half turn where w changes sign."""
+    rng = np.random.default_rng(13)
+    model = random_tree(rng, n=3, floating_base=True)
+    dt, seen_negative_w = 0.01, 0
+    for k in range(200):
+        quat = rng.normal(size=4)
+        quat /= np.linalg.norm(quat)
+        if k % 2:
+            quat = -quat                      # the same rotation given in the other hemisphere
+        seen_negative_w += quat[3] < 0
+        st = sl.State.from_vectors(model, np.r_[rng.normal(size=3), quat, rng.normal(size=model.nj)],
+                                   rng.normal(size=model.nv) * 5.0)
+        nxt = sl.next_state(model, st, rng.normal(size=model.nv), dt)
+        assert nxt.quat @ st.quat >= 0.0
+        np.testing.assert_allclose(st.quat, quat, rtol=0, atol=1e-15)   # the point keeps the sign it was given
+    assert seen_negative_w > 50
+    # a turn across w = 0: w > 0 at the state, w < 0 on the other side; the sign does not jump
+    st = sl.State.from_vectors(model, np.r_[np.zeros(3), 0.0, 0.0, np.sin(0.49 * np.pi), np.cos(0.49 * np.pi),
+                                            np.zeros(model.nj)], np.r_[0, 0, 0, 0, 0, 10.0, np.zeros(model.nj)])
+    nxt = sl.next_state(model, st, np.zeros(model.nv), dt)
+    assert nxt.quat[3] < 0.0 < st.quat[3] and nxt.quat @ st.quat > 0.99

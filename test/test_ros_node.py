@@ -49,6 +49,7 @@ class Robot:
         tau = x["tau"][idx] if len(x["tau"]) else []
         r = x["r"][idx] if len(x["r"]) else []
         T.deliver("joint_states", joint_state_msg(T.types, stamp, names, x["s"][idx], r, tau))
+        T.advance(0.01)      # time passes: a joint state waiting for its odometry goes on without it
         return x, stamp
 
     def expected(self, x):
@@ -213,6 +214,85 @@ def test_bad_odometry_is_never_used_but_recent_valid_odometry_is(solo):
     np.testing.assert_array_equal(msg_to_matrix(solo.T.published["linearization/A"][-1]), expected.A)
 
 
+def _odom(rb, stamp, x):
+    rb.T.deliver("odom", odometry_msg(rb.T.types, stamp, x["p"], x["quat"], x["twist"]))
+
+
+def _joints(rb, stamp, x):
+    rb.T.deliver("joint_states", joint_state_msg(rb.T.types, stamp, rb.model.joint_names, x["s"], x["r"], x["tau"]))
+
+
+def test_a_joint_state_waits_for_the_odometry_of_its_own_stamp(solo):
+    """Odometry after the joint state, inside odom_wait: the record takes it (not the older sample
+    already buffered) and says so in odom_stamp; the count of exact pairs grows, not nearest's."""
+    x0, stamp0 = solo.send()
+    x = solo.state()
+    stamp = stamp0 + 1_000_000                       # 1 ms later
+    n = solo.count()
+    _joints(solo, stamp, x)
+    assert solo.count() == n                         # waits: the odometry of its stamp may come
+    solo.T.advance(0.001)                            # within odom_wait (2 ms by default)
+    assert solo.count() == n
+    _odom(solo, stamp, x)
+    assert solo.count() == n + 1
+    rec = solo.record()
+    assert rec.stamp_ns == stamp and rec.odom_stamp_ns == stamp
+    np.testing.assert_array_equal(rec.A, solo.expected(x).A)
+    np.testing.assert_array_equal(rec.q[:3], x["p"])
+    assert solo.node.pairing == {"exact": 2, "nearest": 0}
+
+
+def test_without_odometry_of_its_stamp_a_joint_state_takes_the_nearest_after_the_wait(solo):
+    """No odometry of its own stamp within odom_wait: the nearest sample within max_odom_age, named
+    in the record's odom_stamp; a later odometry sample ends the wait at once (odometry comes in
+    stamp order: nothing nearer can follow)."""
+    x0, stamp0 = solo.send()
+    x = solo.state()
+    n = solo.count()
+    stamp = stamp0 + 3_000_000
+    _joints(solo, stamp, x)
+    solo.T.advance(0.0015)
+    assert solo.count() == n
+    solo.T.advance(0.002)                             # the wait is over: the nearest (stamp0's)
+    assert solo.count() == n + 1
+    rec = solo.record()
+    assert rec.odom_stamp_ns == stamp0 and rec.stamp_ns == stamp
+    np.testing.assert_array_equal(rec.A, solo.expected(dict(x, p=x0["p"], quat=x0["quat"], twist=x0["twist"])).A)
+    # a later sample arrives before the wait is over: paired at once, with the nearer of the two
+    x1 = solo.state()
+    _joints(solo, stamp + 1_000_000, x)
+    _odom(solo, stamp + 1_400_000, x1)
+    assert solo.count() == n + 2 and solo.record().odom_stamp_ns == stamp + 1_400_000
+    assert solo.node.pairing == {"exact": 1, "nearest": 2}
+    # odom_wait 0: no wait at all
+    rb = Robot({"robot": "solo12", "warn_period": 0, "odom_wait": 0.0})
+    xa, sa = rb.send()
+    _joints(rb, sa + 1_000_000, rb.state())
+    assert rb.count() == 2 and rb.record().odom_stamp_ns == sa
+
+
+def test_joint_states_waiting_in_a_1khz_stream_are_each_paired_exactly(solo):
+    """A 1 kHz stream whose odometry comes 0-3 ms after each joint state (several joint states wait
+    at once): every record is computed from the odometry of its own stamp, in stamp order."""
+    solo.send()
+    n = solo.count()
+    start = solo.t + SEC
+    xs = [solo.state() for _ in range(40)]
+    lag = 3                                            # odometry of stamp k arrives with joint state k + 3
+    for k in range(len(xs) + lag):
+        if k < len(xs):
+            _joints(solo, start + k * 1_000_000, xs[k])
+        if k >= lag:
+            _odom(solo, start + (k - lag) * 1_000_000, xs[k - lag])
+        solo.T.advance(0.0005)
+    recs = [solo.record(i) for i in range(n, solo.count())]
+    assert [r.stamp_ns for r in recs] == [start + k * 1_000_000 for k in range(len(xs))]
+    assert all(r.odom_stamp_ns == r.stamp_ns for r in recs)
+    for r, x in zip(recs, xs):
+        np.testing.assert_array_equal(r.q[:3], x["p"])
+        np.testing.assert_allclose(r.q[3:7], x["quat"], rtol=0, atol=1e-15)
+
+
 def test_odom_out_of_order_is_dropped(solo):
     _, stamp = solo.send()
     n = solo.count()
@@ -232,6 +312,34 @@ def test_no_odom_yet_and_no_model_yet():
     assert T.qos["robot_description"][1] == {"reliable": True, "transient_local": True, "depth": 1}
     T.deliver("joint_states", joint_state_msg(T.types, SEC, ["a"], [0.0], [0.0]))
     assert T.count() == 0 and "no robot model yet" in T.logger.warnings()[-1]
+
+
+def test_a_description_rooted_at_world_is_a_fixed_base_unless_floating_base_says_otherwise():
+    """ur5_robot.urdf (root link `world`, as MoveIt and Gazebo descriptions write arms) given as
+    robot_description with no floating_base: a fixed base, no odometry wanted, and the log says
+    which base and why; floating_base: true still floats it. From the topic: the same rule."""
+    from sva_linearizer.robots import robot_urdf_path
+
+    xml = robot_urdf_path("ur5").read_text()
+    rb = Robot({"robot_description": xml, "warn_period": 0})
+    assert rb.model.floating_base is False and rb.node.params["floating_base"] is False
+    assert "odom" not in rb.T.subs
+    info = [t for lvl, t in rb.T.logger.lines if lvl == "INFO" and t.startswith("model from")]
+    assert "fixed base (the URDF's root link is 'world': the robot is fixed to the world; floating_base: " \
+           "true to change it)" in info[-1]
+    rb.send()
+    assert rb.count() == 1 and rb.record().q.shape == (6,)
+    assert not any("odometry" in w for w in rb.warnings())
+    fl = Robot({"robot_description": xml, "warn_period": 0, "floating_base": True})
+    assert fl.model.floating_base and "floating base (floating_base: true)" in fl.T.logger.lines[-1][1] + " ".join(
+        t for _, t in fl.T.logger.lines)
+    T = FakeTransport()
+    node = LinearizerNode(T, {"warn_period": 0})
+    assert node.params["floating_base"] is None and "odom" in T.subs      # undecided until the model comes
+    T.deliver("robot_description", T.types.String(data=xml))
+    assert node.model.floating_base is False and node.params["floating_base"] is False
+    T.deliver("joint_states", joint_state_msg(T.types, SEC, node.model.joint_names, np.zeros(6), np.zeros(6)))
+    assert T.count() == 1
 
 
 def test_robot_description_topic_malformed_then_good_then_malformed():
@@ -370,6 +478,19 @@ def test_discrete_record_with_the_predicted_state_and_omitted_sections():
                    for t in lean.T.qos)
     with pytest.raises(ValueError, match="record_omit: unknown section"):
         normalize_parameters({"record_omit": ["C"]})
+
+
+def test_the_record_keeps_the_quaternion_hemisphere_of_its_point():
+    """Odometry with w < 0: the record's q keeps the quaternion as sent, and q_next is in its
+    hemisphere (q . q_next >= 0), so q and q_next difference component by component."""
+    rb = Robot({"robot": "solo12", "warn_period": 0, "dt": 0.01})
+    for k in range(10):
+        x = rb.state()
+        x["quat"] = -x["quat"] if x["quat"][3] > 0 else x["quat"]      # w < 0
+        rb.send(x)
+        rec = rb.record()
+        assert rec.q[6] < 0 and rec.q[3:7] @ rec.q_next[3:7] > 0.0
+        np.testing.assert_allclose(rec.q[3:7], x["quat"], rtol=0, atol=1e-15)
 
 
 def test_record_decoding_refuses_what_does_not_fit():

@@ -70,6 +70,10 @@ def test_the_cpp_recipe_reads_what_the_node_publishes(consumer, tmp_path, params
         assert float(got[f"Ad[0][{nv}]"]) == rec.Ad[0, nv]
     else:
         assert f"Ad[0][{nv}]" not in got
+    if m.floating_base:
+        assert got["odom_stamp_ns"] == f"{rec.odom_stamp_ns} (the joint state's own stamp)" and rec.odom_stamp_ns == stamp
+    else:
+        assert "odom_stamp_ns" not in got and rec.odom_stamp is None
     # a record of another description is refused, not misread
     r = subprocess.run([str(consumer), str(path), str(desc.id + 1)], capture_output=True, text=True, timeout=60)
     assert r.returncode == 1 and "not a record of this format and description" in r.stdout

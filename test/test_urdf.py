@@ -18,6 +18,7 @@ import pytest
 
 pin = pytest.importorskip("pinocchio")  # the oracle; a test dependency (`pip install pin`)
 
+import sva_linearizer as sl  # noqa: E402
 from sva_linearizer import robots  # noqa: E402
 from sva_linearizer.joints import PRISMATIC, REVOLUTE  # noqa: E402
 from sva_linearizer.robots import (  # noqa: E402
@@ -270,6 +271,22 @@ def robot(*parts, name="t"):
 
 def two_link(**joint_kw):
     return robot(link("base"), link("l1"), joint("j1", "base", "l1", **joint_kw))
+
+
+def test_a_urdf_rooted_at_world_is_a_fixed_base_by_default():
+    """A root link named `world` (an arm fixed to the world, as MoveIt and Gazebo descriptions
+    write it) loads as a fixed base unless floating_base says otherwise; any other root link floats.
+    Real robot: example-robot-data's ur5_robot.urdf."""
+    world = robot(link("world", mass=0.0, inertia=0.0), link("base"), link("l1"),
+                  joint("fix", "world", "base", jtype="fixed", axis=None), joint("j1", "base", "l1"))
+    assert load_urdf(world).floating_base is False and load_urdf(world).nv == 1
+    assert load_urdf(world, floating_base=True).floating_base is True
+    assert load_urdf(two_link()).floating_base is True
+    assert load_urdf(two_link(), floating_base=False).floating_base is False
+    ur5 = sl.load_urdf(robot_urdf_path("ur5"))            # the public API's default agrees
+    assert ur5.base_name == "world" and not ur5.floating_base and ur5.nv == 6
+    solo = sl.load_urdf(robot_urdf_path("solo12"))
+    assert solo.floating_base and solo.nv == 18
 
 
 def test_path_str_bytes_and_xml_string_give_the_same_model(tmp_path):

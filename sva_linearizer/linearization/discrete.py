@@ -230,7 +230,11 @@ def next_state(model: Model, state: State, nu_dot: ArrayLike, dt: float) -> Stat
     nu_dot: the acceleration at `state` (lin.nu_dot of the linearization there: FD(q, nu, tau),
     with contacts the constrained one). A state x = x_pt (+) z one step later is
     next_state(x_pt) (+) (Ad z + Bd w) to first order, (+) the perturbation of the README's
-    Conventions (H exp(z_H^), s + z_s, nu + z_nu)."""
+    Conventions (H exp(z_H^), s + z_s, nu + z_nu).
+
+    The quaternion (x, y, z, w) of the next pose is the one of the two (q and -q give the same
+    rotation) in the hemisphere of the state's own: q_next . q >= 0, whatever the sign of the
+    state's w, so that q and q_next can be differenced or interpolated component by component."""
     dt = check_dt(dt)
     nu_dot = as_vector("nu_dot", nu_dot, model.nv)
     v_plus = state.v + dt * nu_dot
@@ -240,7 +244,10 @@ def next_state(model: Model, state: State, nu_dot: ArrayLike, dt: float) -> Stat
         else:
             R = state.R
             dR, dp = se3_exp(dt * v_plus[:6])
-            q = np.concatenate([state.p + R @ dp, matrix_to_quat(R @ dR), state.s + dt * v_plus[6:]])
+            quat = matrix_to_quat(R @ dR)
+            if quat @ state.quat < 0.0:   # the point's hemisphere: q_next . q >= 0, no sign jump
+                quat = -quat
+            q = np.concatenate([state.p + R @ dp, quat, state.s + dt * v_plus[6:]])
     for what, x in (("velocity", v_plus), ("configuration", q)):
         if not np.all(np.isfinite(x)):
             raise ValueError(f"next_state overflowed float64: the {what} one step of {dt:g} s after the state "

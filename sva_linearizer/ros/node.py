@@ -66,7 +66,7 @@ from .parameters import contact_specs, loop_specs, normalize_parameters
 from .qos import (QOS_CONTACTS, QOS_DESCRIPTION, QOS_FORCES, QOS_ODOM, QOS_OUTPUT, QOS_STATE,  # noqa: F401
                   QOS_STATE_PUB)
 from .record import (TOPIC_DESCRIPTION, TOPIC_POINT_JOINTS, TOPIC_POINT_ODOM, TOPIC_RECORD, description_json,
-                     encode_record, record_msg)
+                     encode_record, record_msg, stamp_section)
 
 # While numba compiles the kernels in a background process and they run as plain Python, the
 # node's linearizations take at most this share of one core's time: it skips the joint states
@@ -111,6 +111,20 @@ class _Odom:
 
     def __init__(self, stamp, p, quat, twist, frames=("", "")):
         self.stamp, self.p, self.quat, self.twist, self.frames = stamp, p, quat, twist, frames
+
+
+class _Waiting:
+    """A checked joint state that waits for the odometry of its own stamp (floating base): its
+    stamp, joint positions ``s``, velocities ``r``, torques ``tau`` (model order) and the steady
+    clock time (ns) after which it takes the nearest odometry instead."""
+    __slots__ = ("stamp", "s", "r", "tau", "deadline")
+
+    def __init__(self, stamp, s, r, tau, deadline):
+        self.stamp, self.s, self.r, self.tau, self.deadline = stamp, s, r, tau, deadline
+
+
+# joint states waiting for their odometry at most: beyond, the oldest takes the nearest sample now
+MAX_WAITING = 64
 
 
 class _Sample:
@@ -158,6 +172,10 @@ class StampedBuffer:
         self.items.append(sample)
         return None, None
 
+    def newest_stamp(self) -> int | None:
+        """The newest buffered sample's stamp (samples are buffered in stamp order), or None."""
+        return self.items[-1].stamp if self.items else None
+
     def nearest(self, stamp: int, max_age: float):
         """-> (sample, None), or (None, (kind, text)) with kind "missing" or "stale"."""
         best = None
@@ -194,6 +212,8 @@ class LinearizerNode:
     def __init__(self, transport, parameters: dict | None = None):
         self.transport = transport
         self.params = p = normalize_parameters(parameters or {})
+        self._floating_base = p["floating_base"]    # as given: True, False, or None (the URDF decides)
+        self._given = {k for k, v in (parameters or {}).items() if v is not None and v != "auto"}
         self.log = transport.logger
         self.warn = Throttle(self.log.warning, p["warn_period"])
         on_ready(lambda group, seconds: self.log.info(
@@ -211,6 +231,10 @@ class LinearizerNode:
         self._last_stamp = None
         self._odom = StampedBuffer("odom", "odometry", "max_odom_age",
                                    "odom: no valid odometry yet (a floating base needs odom)")
+        self._waiting: deque = deque()     # joint states waiting for their odometry (_Waiting)
+        self._wait_timer = None            # steady timer while some wait (odom_wait / 2)
+        self._wait_timer_armed = False
+        self.pairing = {"exact": 0, "nearest": 0}   # records by the odometry they took
         self._perm_cache: dict = {}
         self._index = {}
         self._said_empty: set = set()      # JointState fields already reported empty (said once)
@@ -272,8 +296,10 @@ class LinearizerNode:
                 self.log.info(f"waiting for the robot description on {p['robot_description_topic']}")
         # odom before joint_states: a transport that dispatches in subscription order then sees
         # the odometry that arrived together with a joint state first
-        if p["floating_base"]:
+        if p["floating_base"] is not False:   # true, or decided by the description still to come
             transport.create_subscription(p["odom_topic"], "nav_msgs/msg/Odometry", self.on_odom, QOS_ODOM)
+            if p["odom_wait"] > 0:
+                self._wait_timer = transport.create_steady_timer(p["odom_wait"] / 2, self._on_wait_timer)
         if self.contacts:
             transport.create_subscription(p["contacts_topic"], "sensor_msgs/msg/JointState", self.on_contacts,
                                           QOS_CONTACTS)
@@ -294,7 +320,7 @@ class LinearizerNode:
                 value = str(robot_urdf_path(value))
             elif source == "robot_description" and not value.strip():
                 raise ValueError("empty string")
-            model = sl.load_urdf(value, floating_base=p["floating_base"], gravity=p["gravity"], mimic=p["mimic"])
+            model = sl.load_urdf(value, floating_base=self._floating_base, gravity=p["gravity"], mimic=p["mimic"])
             known = set(model.frame_names)
             unknown = [c.frame for c in self.contacts if c.frame not in known]
             unknown += [f for lp in self.loops for f in (lp.frame_a, lp.frame_b) if f not in known]
@@ -341,9 +367,12 @@ class LinearizerNode:
         self._pub_description.publish(self._types.String(data=self._description))
         self._index = {n: i for i, n in enumerate(model.joint_names)}
         self._perm_cache.clear()
+        self._waiting.clear()
         self._last_stamp = None
-        self.log.info(f"model from {source}: {model.nj} joints, "
-                      f"{'floating' if model.floating_base else 'fixed'} base, nv = {model.nv}; "
+        p["floating_base"] = model.floating_base          # the value in use (read back as a parameter)
+        if source == "topic" and self._floating_base is None and hasattr(self.transport, "publish_parameters"):
+            self.transport.publish_parameters({"floating_base": model.floating_base})
+        self.log.info(f"model from {source}: {model.nj} joints, {self._base_choice(source, model)}, nv = {model.nv}; "
                       f"A is {2 * model.nv}x{2 * model.nv}, B is {2 * model.nv}x{model.nj}"
                       + (f" (warm-up {warm:.1f} s)" if warm > 1.0 else ""))
         plain = [g for g in ("core", "contacts") if group_state(g) in ("compiling", "plain")]
@@ -359,6 +388,18 @@ class LinearizerNode:
                 + f"; {'all' if p['contacts_default_active'] else 'none'} active until a contact set "
                   f"arrives on {p['contacts_topic']}")
         return None
+
+    def _base_choice(self, source, model) -> str:
+        """'floating base' or 'fixed base', with why (for the log line of a new model)."""
+        from sva_linearizer.urdf import floating_by_default
+
+        base = "floating base" if model.floating_base else "fixed base"
+        if self._floating_base is None:
+            other = "false" if model.floating_base else "true"
+            return f"{base} ({floating_by_default(model.base_name)[1]}; floating_base: {other} to change it)"
+        if source == "robot" and "floating_base" not in self._given:
+            return f"{base} (the default of robot '{self.params['robot']}')"
+        return f"{base} (floating_base: {'true' if model.floating_base else 'false'})"
 
     def on_robot_description(self, msg, recv_ns=None):
         problem = self._load_model("topic", msg.data)
@@ -450,6 +491,8 @@ class LinearizerNode:
             return self._reject("odom_order", text)
         if kind == "reset":
             self.log.warning(text)
+        if self._waiting:
+            self._pair_waiting()
 
     # --------------------------------------------------------------- contacts
     def on_contacts(self, msg, recv_ns=None):
@@ -542,6 +585,7 @@ class LinearizerNode:
             self.log.warning(f"joint_states: time jumped back by {back:.3g} s; treating it as a clock reset")
             for buf in (self._odom, self._contact_sets, *self._forces.values()):
                 buf.clear()
+            self._waiting.clear()
             last = self._last_stamp = None
         if last is not None and p["max_rate"] > 0 and (stamp - last) * 1e-9 < 1.0 / p["max_rate"]:
             self.rejected["rate_limited"] = self.rejected.get("rate_limited", 0) + 1
@@ -564,6 +608,44 @@ class LinearizerNode:
         if isinstance(tau, str):
             return self._reject("joint_states_values", tau)
 
+        self._last_stamp = stamp     # accepted: a later joint state must not be older
+        if not model.floating_base:
+            return self._linearize(stamp, s, r, tau)
+        self._waiting.append(_Waiting(stamp, s, r, tau, self.transport.steady_ns() + int(p["odom_wait"] * 1e9)))
+        return self._pair_waiting()
+
+    # ------------------------------------------------- pairing with odometry
+    def _pair_waiting(self):
+        """Linearize the waiting joint states, oldest first, once their odometry is settled: a sample
+        of their own stamp or a later one has arrived (odometry comes in stamp order, so nothing
+        nearer can follow), or their ``odom_wait`` is over. Each then takes the odometry of its own
+        stamp if there is one, else the nearest within ``max_odom_age``. -> the last result of
+        :meth:`_linearize` (None if none was linearized)."""
+        result, now = None, None
+        while self._waiting:
+            w = self._waiting[0]
+            newest = self._odom.newest_stamp()
+            if (newest is None or newest < w.stamp) and len(self._waiting) <= MAX_WAITING:
+                now = self.transport.steady_ns() if now is None else now
+                if now < w.deadline:
+                    break
+            self._waiting.popleft()
+            result = self._linearize(w.stamp, w.s, w.r, w.tau)
+        timer = self._wait_timer
+        if timer is not None and bool(self._waiting) != self._wait_timer_armed:
+            self._wait_timer_armed = bool(self._waiting)
+            timer.reset() if self._waiting else timer.cancel()
+        return result
+
+    def _on_wait_timer(self):
+        """The steady timer while joint states wait for their odometry: those whose wait is over go."""
+        self._pair_waiting()
+
+    # ------------------------------------------------------ linearization
+    def _linearize(self, stamp, s, r, tau):
+        """Linearize an accepted joint state at its stamp with the odometry (floating base) and the
+        contacts paired to it, and publish the record -> (A, B), or None when it was dropped."""
+        p, model = self.params, self.model
         odom = None
         if model.floating_base:
             odom, err = self._odom.nearest(stamp, p["max_odom_age"])
@@ -606,6 +688,8 @@ class LinearizerNode:
             parts.update(forces=lin.forces, dforces_dz=lin.dforces_dz, dforces_dtau=lin.dforces_dtau)
         if nxt is not None:
             parts.update(Ad=lin.Ad, Bd=lin.Bd, q_next=nxt.q, v_next=nxt.v)
+        if odom is not None:
+            parts["odom_stamp"] = stamp_section(odom.stamp)
         for name in self._omit:
             parts.pop(name, None)
         # never a non-finite number out: the whole record or nothing
@@ -618,8 +702,9 @@ class LinearizerNode:
         compiling = any(group_state(g) == "compiling"
                         for g in (("core", "contacts") if active or self.loops else ("core",)))
         self._plain_until = t0 + seconds / PLAIN_DUTY if compiling else 0.0
+        if odom is not None:
+            self.pairing["exact" if odom.stamp == stamp else "nearest"] += 1
         self._publish(stamp, model, parts, lin.B.shape[1], m, dt, odom, s, r, tau, lin)
-        self._last_stamp = stamp
         return lin.A, lin.B
 
     def _publish(self, stamp, model, parts, nw, m, dt, odom, s, r, tau, lin):
@@ -664,6 +749,7 @@ class LinearizerNode:
             "skipped while compiling since the last report": str(w.skipped),
             "records published": str(self.published),
             "dropped by reason": ", ".join(f"{k} {v}" for k, v in sorted(self.rejected.items())) or "none",
+            "odometry pairing": self._pairing_text(),
             "last problem": self.last_problem or "none",
         }
         if model is None:
@@ -681,7 +767,14 @@ class LinearizerNode:
         self._pub_diagnostics.publish(T.DiagnosticArray(header=T.Header(stamp=make_time(T, now), frame_id=""),
                                                         status=[status]))
 
+    def _pairing_text(self) -> str:
+        """How the records took their odometry: of its own stamp (exact) or the nearest sample."""
+        if self.model is None or not self.model.floating_base:
+            return "none (fixed base)"
+        return f"exact {self.pairing['exact']}, nearest {self.pairing['nearest']}"
+
     def summary(self) -> str:
         rej = ", ".join(f"{k} {v}" for k, v in sorted(self.rejected.items())) or "none"
         mean = f"{self.compute_s / self.published * 1e3:.3g} ms" if self.published else "n/a"
-        return f"published {self.published} records (mean linearize {mean}); dropped: {rej}"
+        pairing = f"; odometry {self._pairing_text()}" if self.model is not None and self.model.floating_base else ""
+        return f"published {self.published} records (mean linearize {mean}){pairing}; dropped: {rej}"

@@ -29,11 +29,14 @@ DEFAULT_PARAMETERS = {
     "robot": "",                  # a robot name known to sva_linearizer.robots (e.g. solo12)
     # used when none of the above is set; relative (in the node's namespace), as robot_state_publisher publishes it
     "robot_description_topic": "robot_description",
-    "floating_base": "auto",      # true: SE(3) base from odom; false: fixed base, no odom;
-                                  # auto: the named robot's default, else true
+    "floating_base": "auto",      # true: SE(3) base from odom; false: fixed base, no odom; auto: the
+                                  # named robot's default, else fixed when the URDF's root link is
+                                  # `world`, else true
     "gravity": [0.0, 0.0, -9.81],  # world frame
     "max_rate": 0.0,              # Hz, by input stamp; 0: every joint state the node gets to
     "max_odom_age": 0.1,          # s, |joint state stamp - odom stamp| allowed
+    "odom_wait": 0.002,           # s a joint state waits for the odometry of its own stamp; then the
+                                  # nearest sample within max_odom_age
     "quaternion_tolerance": 1e-3,  # |norm - 1| allowed (then normalised); beyond: rejected
     "time_reset_threshold": 1.0,  # s; a larger step back in stamps is a clock reset
     "warn_period": 2.0,           # s between two warnings of the same kind; 0: no throttling
@@ -81,7 +84,7 @@ DEFAULT_PARAMETERS = {
 PARAMETER_TYPES = {
     "robot_description": "string", "urdf_path": "string", "robot": "string",
     "robot_description_topic": "string", "floating_base": "bool", "gravity": "double_array",
-    "max_rate": "double", "max_odom_age": "double", "quaternion_tolerance": "double",
+    "max_rate": "double", "max_odom_age": "double", "odom_wait": "double", "quaternion_tolerance": "double",
     "time_reset_threshold": "double", "warn_period": "double", "ignore_unknown_joints": "bool",
     "allow_empty_velocity_effort": "bool", "joint_states_topic": "string", "odom_topic": "string",
     "base_frame": "string", "odom_frame": "string",
@@ -103,10 +106,13 @@ PARAMETER_DESCRIPTIONS = {
     "urdf_path": "path to a URDF file (second model source)",
     "robot": "a robot known to sva_linearizer.robots, e.g. quadruped, solo12, ur5 (third model source)",
     "robot_description_topic": "topic of the URDF (std_msgs/String, transient local) when no model parameter is set",
-    "floating_base": "true: the base moves on SE(3), its pose and twist from odom; false: fixed base",
+    "floating_base": ("true: the base moves on SE(3), its pose and twist from odom; false: fixed base; unset: the "
+                      "named robot's default, else fixed when the URDF's root link is 'world'"),
     "gravity": "gravity in the world frame, m/s^2",
     "max_rate": "Hz by input stamp; 0: every joint state the node gets to",
     "max_odom_age": "s, largest |joint state stamp - odometry stamp|",
+    "odom_wait": ("s a joint state waits for the odometry of its own stamp (then: the nearest within "
+                  "max_odom_age); 0: no wait"),
     "quaternion_tolerance": "largest |norm - 1| of an odometry quaternion accepted (then normalised)",
     "time_reset_threshold": "s; a larger step back in stamps is a clock reset",
     "warn_period": "s between two warnings of one kind; 0: no throttling",
@@ -144,7 +150,8 @@ PARAMETER_DESCRIPTIONS = {
 }
 
 #: The ranges of the numeric parameters (from, to), as their descriptors declare them.
-PARAMETER_RANGES = {"max_rate": (0.0, 1.0e6), "max_odom_age": (0.0, 3600.0), "quaternion_tolerance": (0.0, 1.0),
+PARAMETER_RANGES = {"max_rate": (0.0, 1.0e6), "max_odom_age": (0.0, 3600.0), "odom_wait": (0.0, 1.0),
+                    "quaternion_tolerance": (0.0, 1.0),
                     "time_reset_threshold": (0.0, 3600.0), "warn_period": (0.0, 3600.0),
                     "max_contacts_age": (0.0, 3600.0), "dt": (0.0, 10.0)}
 
@@ -315,18 +322,20 @@ def normalize_parameters(params: dict) -> dict:
               "base_frame", "odom_frame"):
         if not isinstance(p[k], str):
             raise ValueError(f"parameter {k}: expected a string, got {p[k]!r}")
-    if p["floating_base"] == "auto":
-        p["floating_base"] = True
+    if p["floating_base"] == "auto":   # None: the URDF decides (sva_linearizer.urdf.floating_by_default)
+        p["floating_base"] = None
         if p["robot"] and not (p["robot_description"] or p["urdf_path"]):
             from sva_linearizer.robots import default_floating_base
             try:
                 p["floating_base"] = default_floating_base(p["robot"])
             except ValueError:
                 pass  # unknown name: reported when the model is built
-    for k in ("floating_base", "ignore_unknown_joints", "allow_empty_velocity_effort", "contacts_default_active",
+    if p["floating_base"] is not None:
+        p["floating_base"] = _as_bool(p["floating_base"], "floating_base")
+    for k in ("ignore_unknown_joints", "allow_empty_velocity_effort", "contacts_default_active",
               "publish_point", "publish_a_b", "mimic"):
         p[k] = _as_bool(p[k], k)
-    for k in ("max_rate", "max_odom_age", "quaternion_tolerance", "time_reset_threshold", "warn_period",
+    for k in ("max_rate", "max_odom_age", "odom_wait", "quaternion_tolerance", "time_reset_threshold", "warn_period",
               "max_contacts_age", "dt"):
         p[k] = _as_float(p[k], k)
     for k in ("contact_frames", "contact_kinds", "contact_references", "record_omit", "loop_frames_a",

@@ -14,8 +14,10 @@ definition a consumer in any language is written from):
     data[4]  stamp: nanosec                data[10] S: number of sections (len(SECTIONS))
     data[5]  nv                            data[11 + 2k], data[12 + 2k]: offset and length of SECTIONS[k]
 
-A section that is absent (not computed, or left out by the ``record_omit`` parameter) has offset
-and length 0. Matrices are row-major. The names a record refers to (joint names in column order,
+The sections follow the table of contents back to back, in table order, from data[HEADER_SIZE]:
+the message holds HEADER_SIZE + the sum of the lengths values. A section that is absent (not
+computed, left out by the ``record_omit`` parameter, or of length 0 such as the forces with no
+contact active) has offset and length 0. Matrices are row-major. The names a record refers to (joint names in column order,
 the configured contacts, the base frame, the z and w orderings) change only with the model and
 the configuration: they are in ``linearization/description`` (std_msgs/String holding JSON,
 transient local like robot_description), whose ``id`` the records carry in data[1].
@@ -33,7 +35,7 @@ import numpy as np
 
 from .qos import QOS_DESCRIPTION, QOS_OUTPUT
 
-RECORD_FORMAT = 1
+RECORD_FORMAT = 2
 TOPIC_RECORD = "linearization/record"
 TOPIC_DESCRIPTION = "linearization/description"
 # the point the record was computed at, as standard messages for tools (rviz, plotters, echo)
@@ -50,9 +52,11 @@ HEADER = ("format", "description", "seq", "stamp_sec", "stamp_nanosec", "nv", "n
 #:   A (2nv x 2nv), B (2nv x nw); Ad, Bd (with dt > 0); q_next (nq), v_next (nv): the state the
 #:   step of dt predicts from the point (sva_linearizer.next_state); forces (m), dforces_dz (m x 2nv),
 #:   dforces_dtau (m x nj): the constraint forces (the active rigid contacts', then the loops') and
-#:   their derivatives.
+#:   their derivatives; odom_stamp (2: sec, nanosec): the stamp of the odometry sample that gave the
+#:   point's base pose and twist (floating base), equal to the record's stamp when it was paired
+#:   exactly.
 SECTIONS = ("q", "v", "tau", "active", "input_forces", "nu_dot", "A", "B", "Ad", "Bd", "q_next", "v_next",
-            "forces", "dforces_dz", "dforces_dtau")
+            "forces", "dforces_dz", "dforces_dtau", "odom_stamp")
 HEADER_SIZE = len(HEADER) + 2 * len(SECTIONS)
 _NS = 1_000_000_000
 
@@ -80,6 +84,11 @@ def encode_record(description_id: int, seq: int, stamp_ns: int, nv: int, nj: int
         out[o:o + x.size] = x.reshape(-1)
         o += x.size
     return out
+
+
+def stamp_section(stamp_ns: int) -> np.ndarray:
+    """A stamp as the record holds it (section odom_stamp): [sec, nanosec], both exact in float64."""
+    return np.array(divmod(int(stamp_ns), _NS), dtype=np.float64)
 
 
 def record_msg(types, data: np.ndarray):
@@ -152,7 +161,8 @@ class Record:
     active contacts ``contacts`` [(frame, dim)] in the order their components stack, and with
     forces as inputs ``input_forces``; the drift ``nu_dot`` (``f0`` = [v; nu_dot], so that
     z_dot = f0 + A dz + B dw); ``A``, ``B``; with dt > 0 ``Ad``, ``Bd``, ``q_next``, ``v_next``;
-    with rigid contacts ``forces``, ``dforces_dz``, ``dforces_dtau``. A section left out is None."""
+    with rigid contacts ``forces``, ``dforces_dz``, ``dforces_dtau``; with a floating base
+    ``odom_stamp`` ([sec, nanosec] of the odometry used, ``odom_stamp_ns``). A section left out is None."""
     seq: int
     stamp_ns: int
     description: RecordDescription
@@ -177,6 +187,15 @@ class Record:
     forces: np.ndarray | None = None
     dforces_dz: np.ndarray | None = None
     dforces_dtau: np.ndarray | None = None
+    odom_stamp: np.ndarray | None = None
+
+    @property
+    def odom_stamp_ns(self) -> int | None:
+        """The stamp (ns) of the odometry sample that gave the point's base (floating base), else None;
+        equal to ``stamp_ns`` when the joint state was paired with the odometry of its own stamp."""
+        if self.odom_stamp is None:
+            return None
+        return int(self.odom_stamp[0]) * _NS + int(self.odom_stamp[1])
 
     @property
     def joint_names(self) -> tuple:
@@ -203,7 +222,7 @@ def _shapes(description: RecordDescription, nv: int, nj: int, nw: int, m: int) -
     n2, nq = 2 * nv, description.nq
     return {"q": (nq,), "v": (nv,), "tau": (nj,), "active": (len(description.contacts),), "input_forces": (nw - nj,),
             "nu_dot": (nv,), "A": (n2, n2), "B": (n2, nw), "Ad": (n2, n2), "Bd": (n2, nw), "q_next": (nq,),
-            "v_next": (nv,), "forces": (m,), "dforces_dz": (m, n2), "dforces_dtau": (m, nj)}
+            "v_next": (nv,), "forces": (m,), "dforces_dz": (m, n2), "dforces_dtau": (m, nj), "odom_stamp": (2,)}
 
 
 def decode_record(data, description: RecordDescription) -> Record:

@@ -9,6 +9,10 @@ The interface (what :class:`sva_linearizer.ros.node.LinearizerNode` uses)::
                                           # Time, String, Float64MultiArray, MultiArrayLayout, ...
     transport.logger                      # .info / .warning / .error (str)
     transport.now_ns() -> int             # the node's clock
+    transport.steady_ns() -> int          # a monotonic clock (time.monotonic_ns), for waits
+    transport.create_timer(period_s, callback)          # every period_s of the node's clock
+    transport.create_steady_timer(period_s, callback)   # -> timer with reset() / cancel(); created
+                                          # cancelled, reset() starts it (steady clock, not /clock)
     transport.create_publisher(topic, "pkg/msg/Type", qos) -> obj with .publish(msg)
     transport.create_subscription(topic, "pkg/msg/Type", callback, qos)   # callback(msg, recv_ns)
     transport.spin()                      # returns on SIGINT/SIGTERM or transport.stop()

@@ -44,6 +44,21 @@ class _DdsPublisher:
         self.writer.write(msg)
 
 
+class _DdsTimer:
+    """A timer of :class:`DdsTransport`: ``callback`` every ``period`` seconds from ``due`` (the
+    monotonic time of the next call; None: cancelled)."""
+    __slots__ = ("period", "callback", "due")
+
+    def __init__(self, period_s, callback):
+        self.period, self.callback, self.due = float(period_s), callback, None
+
+    def reset(self):
+        self.due = time.monotonic() + self.period
+
+    def cancel(self):
+        self.due = None
+
+
 class DdsTransport:
     """ROS 2 wire-compatible transport on the ``cyclonedds`` Python package (no ROS 2 needed).
 
@@ -79,7 +94,7 @@ class DdsTransport:
         self._waitset = WaitSet(self.participant)
         self._topics = {}
         self._subs = []        # (topic, reader, read condition, callback, depth), in creation order
-        self._timers = []      # [period, next due (monotonic), callback]
+        self._timers = []      # _DdsTimer
         self._sim_time_ns = None   # with use_sim_time: the last /clock
         self._writers = []
         self._stop = threading.Event()
@@ -156,17 +171,34 @@ class DdsTransport:
 
     def create_timer(self, period_s, callback):
         """callback() every period_s seconds (monotonic clock), from spin_once."""
-        self._timers.append([float(period_s), time.monotonic() + float(period_s), callback])
+        timer = _DdsTimer(period_s, callback)
+        timer.reset()
+        self._timers.append(timer)
+        return timer
+
+    def steady_ns(self):
+        return time.monotonic_ns()
+
+    def create_steady_timer(self, period_s, callback):
+        """callback() every period_s seconds of the monotonic clock, from spin_once, once started:
+        created cancelled; ``reset()`` starts it, ``cancel()`` stops it."""
+        timer = _DdsTimer(period_s, callback)
+        self._timers.append(timer)
+        return timer
 
     def _run_timers(self):
         now = time.monotonic()
         for timer in self._timers:
-            if now >= timer[1]:
-                timer[1] = max(timer[1] + timer[0], now)
+            if timer.due is not None and now >= timer.due:
+                timer.due = max(timer.due + timer.period, now)
                 try:
-                    timer[2]()
+                    timer.callback()
                 except Exception as e:  # a bug must not take the node down silently
                     self._warn(("timer", id(timer)), f"timer callback failed: {type(e).__name__}: {e}")
+
+    def _next_due(self):
+        due = [t.due for t in self._timers if t.due is not None]
+        return min(due) if due else None
 
     def spin_once(self, timeout_s=0.1):
         """Wait up to timeout_s for data and dispatch it; returns the number of samples handled."""
@@ -174,7 +206,9 @@ class DdsTransport:
 
         if self._timers:
             self._run_timers()
-            timeout_s = max(0.0, min(timeout_s, min(t[1] for t in self._timers) - time.monotonic()))
+            due = self._next_due()
+            if due is not None:
+                timeout_s = max(0.0, min(timeout_s, due - time.monotonic()))
         self._waitset.wait(duration(seconds=timeout_s))
         handled = 0
         for topic, reader, cond, callback, depth in self._subs:

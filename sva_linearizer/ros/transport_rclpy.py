@@ -115,6 +115,7 @@ class RclpyTransport:
 
         types = getattr(self, "_param_types", {})
         params = []
+        values = {k: v for k, v in values.items() if v is not None}   # not decided yet: stays unset, writable
         for k, v in values.items():
             if not self.node.has_parameter(k):
                 continue
@@ -124,7 +125,7 @@ class RclpyTransport:
                 params.append(Parameter(k, value=v))
         self.node.set_parameters(params)
         for k, kind in types.items():
-            if not self.node.has_parameter(k):
+            if not self.node.has_parameter(k) or k not in values:
                 continue
             ptype = _rclpy_type(kind)
             desc = ParameterDescriptor(name=k, type=ptype.value, description=PARAMETER_DESCRIPTIONS.get(k, ""),
@@ -200,6 +201,18 @@ class RclpyTransport:
     def create_timer(self, period_s, callback):
         """callback() every period_s seconds of the node's clock, from the spinning thread."""
         return self.node.create_timer(period_s, callback)
+
+    def steady_ns(self):
+        return time.monotonic_ns()
+
+    def create_steady_timer(self, period_s, callback):
+        """callback() every period_s seconds of the steady clock (not /clock), from the spinning
+        thread, once started: created cancelled; ``reset()`` starts it, ``cancel()`` stops it."""
+        from rclpy.clock import Clock, ClockType
+
+        timer = self.node.create_timer(period_s, callback, clock=Clock(clock_type=ClockType.STEADY_TIME))
+        timer.cancel()
+        return timer
 
     # ------------------------------------------------------------ spinning
     def spin_once(self, timeout_s=0.1):

@@ -15,7 +15,7 @@
 using RowMajor = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
 struct Section { const double* p; int n; };
-Section section(const std::vector<double>& d, int k) {          // k: 0 = q ... 14 = dforces_dtau
+Section section(const std::vector<double>& d, int k) {          // k: 0 = q ... 15 = odom_stamp
   return {d.data() + static_cast<size_t>(d[11 + 2 * k]), static_cast<int>(d[12 + 2 * k])};
 }
 
@@ -26,7 +26,7 @@ int main(int argc, char** argv) {
   std::vector<double> d(bytes / sizeof(double));
   raw.read(reinterpret_cast<char*>(d.data()), static_cast<std::streamsize>(bytes));
   const double description_id = argc > 2 ? std::atof(argv[2]) : 1.0;
-  if (d.size() < 41 || d[0] != 1.0 || d[10] != 15.0 || d[1] != description_id) {
+  if (d.size() < 43 || d[0] != 2.0 || d[10] != 16.0 || d[1] != description_id) {
     std::printf("not a record of this format and description\n");
     return 1;
   }
@@ -47,6 +47,12 @@ int main(int argc, char** argv) {
   if (Ad.n == 4 * nv * nv) {
     Eigen::Map<const RowMajor> Adm(Ad.p, 2 * nv, 2 * nv);
     std::printf("Ad[0][%d] %.17g\n", nv, Adm(0, nv));
+  }
+  auto odom = section(d, 15);                                     // n == 0 for a fixed base
+  if (odom.n == 2) {
+    const int64_t odom_ns = static_cast<int64_t>(odom.p[0]) * 1000000000 + static_cast<int64_t>(odom.p[1]);
+    std::printf("odom_stamp_ns %lld (%s)\n", static_cast<long long>(odom_ns),
+                odom_ns == stamp_ns ? "the joint state's own stamp" : "another stamp");
   }
   std::printf("trace(A) %.17g\n", Am.trace());
   return 0;

@@ -29,6 +29,17 @@ class _Pub:
         self.transport.published.setdefault(self.topic, []).append(msg)
 
 
+class _SteadyTimer:
+    def __init__(self, transport, period_s, callback):
+        self.transport, self.period_ns, self.callback, self.due = transport, int(period_s * 1e9), callback, None
+
+    def reset(self):
+        self.due = self.transport.steady + self.period_ns
+
+    def cancel(self):
+        self.due = None
+
+
 class FakeTransport:
     name = "fake"
 
@@ -39,7 +50,9 @@ class FakeTransport:
         self.subs = {}
         self.qos = {}
         self.clock_ns = 1_000_000_000
+        self.steady = 0                # the steady clock (ns): advance() moves it and runs the timers due
         self.timers = []
+        self.steady_timers = []
 
     def now_ns(self):
         return self.clock_ns
@@ -54,6 +67,27 @@ class FakeTransport:
 
     def create_timer(self, period_s, callback):
         self.timers.append((period_s, callback))
+
+    def steady_ns(self):
+        return self.steady
+
+    def create_steady_timer(self, period_s, callback):
+        timer = _SteadyTimer(self, period_s, callback)
+        self.steady_timers.append(timer)
+        return timer
+
+    def advance(self, seconds):
+        """Let `seconds` of steady time pass, running each steady timer whenever it is due."""
+        end = self.steady + int(seconds * 1e9)
+        while True:
+            due = [t for t in self.steady_timers if t.due is not None and t.due <= end]
+            if not due:
+                break
+            t = min(due, key=lambda t: t.due)
+            self.steady = t.due
+            t.due += t.period_ns
+            t.callback()
+        self.steady = end
 
     def deliver(self, topic, msg, recv_ns=None):
         return self.subs[topic](msg, self.clock_ns if recv_ns is None else recv_ns)
