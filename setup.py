@@ -15,7 +15,7 @@ setup(
     license="BSD-3-Clause",
     python_requires=">=3.10",
     packages=find_packages(exclude=["test", "test.*"]),
-    package_data={package_name: ["data/*.urdf"]},
+    package_data={package_name: ["data/*.urdf", "data/*.xml"]},
     data_files=[
         ("share/ament_index/resource_index/packages", ["resource/" + package_name]),
         ("share/" + package_name, ["package.xml"]),

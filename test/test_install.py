@@ -93,6 +93,11 @@ def test_install_as_a_newcomer(tmp_path):
         second = _run([cli, "linearize", "--robot", "quadruped"], cwd=checkout, env=env, timeout=600)
         assert second.stderr == "", second.stderr            # nothing about compiling
         assert "A          36 x 36" in second.stdout, second.stdout
+        # the Fast DDS loopback profiles ship in the wheel, where loopback-env points
+        lines = _run([cli, "loopback-env"], cwd=checkout, env=env).stdout.splitlines()
+        profile = next(ln.split("=", 1)[1] for ln in lines if "_DEFAULT_PROFILES_FILE=" in ln)
+        assert pathlib.Path(profile).parent == installed / "data" and pathlib.Path(profile).is_file(), lines
+        assert (installed / "data" / "fastdds2_loopback.xml").is_file()
         print(f"first A, B after {first_s:.1f} s; core kernels compiled after {compiled_s:.0f} s")
     finally:
         for pid in _background_compiles(str(py)):

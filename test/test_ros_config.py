@@ -124,3 +124,27 @@ def test_dds_names_and_ros_domain_id(monkeypatch):
         assert t.domain_id == domain
     finally:
         t.close()
+
+
+def test_loopback_env_prints_the_shipped_profile_and_leaves_the_domain_alone(capsys):
+    """`sva-linearizer loopback-env`: export lines a shell can eval, naming the package's Fast DDS
+    profile (a file that is a well-formed profile whitelisting 127.0.0.1 only), the one profile
+    Fast DDS then reads (SKIP_DEFAULT_XML_FILE=1); ROS_DOMAIN_ID only when given."""
+    import shlex
+    import xml.etree.ElementTree as ET
+
+    from sva_linearizer.ros.loopback import FASTDDS2_PROFILE, FASTDDS_PROFILE, fast_dds_2
+
+    assert cli.main(["loopback-env"]) == 0
+    out = capsys.readouterr().out
+    env = dict(shlex.split(line[len("export "):])[0].split("=", 1) for line in out.splitlines())
+    assert "ROS_DOMAIN_ID" not in env and env["SKIP_DEFAULT_XML_FILE"] == "1"
+    name = "FASTRTPS_DEFAULT_PROFILES_FILE" if fast_dds_2() else "FASTDDS_DEFAULT_PROFILES_FILE"
+    assert env[name] == (FASTDDS2_PROFILE if fast_dds_2() else FASTDDS_PROFILE)
+    for path, heartbeat in ((FASTDDS_PROFILE, "heartbeat_period"), (FASTDDS2_PROFILE, "heartbeatPeriod")):
+        root = ET.parse(path).getroot()
+        ns = {"f": "http://www.eprosima.com"}
+        assert [a.text for a in root.iterfind(".//f:interfaceWhiteList/f:address", ns)] == ["127.0.0.1"]
+        assert root.find(f".//f:{heartbeat}", ns) is not None
+    assert cli.main(["loopback-env", "--domain-id", "42"]) == 0
+    assert "export ROS_DOMAIN_ID=42" in capsys.readouterr().out.splitlines()

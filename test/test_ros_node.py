@@ -104,7 +104,7 @@ def test_shuffled_joint_states_give_library_A_B_with_standard_layout():
     assert list(js.name) == list(rb.model.joint_names)
     np.testing.assert_array_equal(np.r_[list(js.position), list(js.velocity), list(js.effort)],
                                   np.r_[x["s"], x["r"], x["tau"]])
-    assert rb.T.qos["joint_states"][1]["depth"] == 1            # newest wins, no queue
+    assert rb.T.qos["joint_states"][1]["depth"] == 100          # newest wins; the rest counted as superseded
 
 
 def test_fixed_base_has_no_odom_and_empty_effort_means_zero_torque():
@@ -291,6 +291,23 @@ def test_joint_states_waiting_in_a_1khz_stream_are_each_paired_exactly(solo):
     for r, x in zip(recs, xs):
         np.testing.assert_array_equal(r.q[:3], x["p"])
         np.testing.assert_allclose(r.q[3:7], x["quat"], rtol=0, atol=1e-15)
+
+
+def test_joint_states_left_out_for_a_newer_one_are_counted_as_superseded(solo):
+    """The transport hands the node the newest of the joint states waiting and reports the others:
+    they are inputs that gave no record, counted under `superseded` in the summary and in
+    /diagnostics (input rate included), with no warning."""
+    solo.send()
+    solo.T.superseded(3)
+    solo.send()
+    assert solo.node.rejected == {"superseded": 3} and "superseded 3" in solo.node.summary()
+    n_warn = len(solo.warnings())
+    solo.T.clock_ns += 10**9
+    solo.node.publish_diagnostics()
+    values = {kv.key: kv.value for kv in solo.T.published["/diagnostics"][-1].status[0].values}
+    assert values["superseded since the last report"] == "3" and values["dropped by reason"] == "superseded 3"
+    assert float(values["input rate (Hz)"]) == pytest.approx(5.0, rel=0.01)       # 2 taken + 3 left out in 1 s
+    assert len(solo.warnings()) == n_warn
 
 
 def test_odom_out_of_order_is_dropped(solo):

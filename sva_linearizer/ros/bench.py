@@ -13,7 +13,7 @@ So the latency is end to end: publisher serialisation, DDS loopback, the node's 
 linearization and serialisation of the record (and of the point and A, B beside it), DDS again,
 and deserialisation in Python here. The output rate is records per second after a warm-up. When the
 node is slower than the input
-it drops to the newest joint state (subscription depth 1) rather than queueing.
+it takes the newest joint state waiting rather than queueing (the others: ``superseded``).
 
 Where the node's time goes: ``node CPU/pair`` is the node process's CPU time (user + system, from
 ``/proc``; Linux only) in the measurement window divided by the records received in it, and ``node

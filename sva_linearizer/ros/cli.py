@@ -207,6 +207,17 @@ def _cmd_sim(args):
                                                               kind=args.transport))
 
 
+def _cmd_loopback_env(args) -> int:
+    import shlex
+
+    from .loopback import loopback_vars
+
+    for name, value in loopback_vars(args.domain_id if args.domain_id is not None else 0).items():
+        if name != "ROS_DOMAIN_ID" or args.domain_id is not None:
+            print(f"export {name}={shlex.quote(value)}")
+    return 0
+
+
 def add_subcommands(subparsers):
     from .control import CORRUPTIONS
 
@@ -259,6 +270,16 @@ def add_subcommands(subparsers):
                    help="do not pin the node to a core of its own (default: the node gets the last CPU, "
                         "publisher and receiver the others)")
     b.set_defaults(func=_cmd_bench)
+
+    e = subparsers.add_parser("loopback-env", help="print the shell lines that confine a ROS 2 (Fast DDS) or "
+                                                   "Cyclone process to 127.0.0.1, as --loopback does for the node",
+                              description="Print `export NAME=VALUE` lines (for eval in a shell) that confine "
+                                          "a process of your own (a planner, ros2 topic echo) to 127.0.0.1 the "
+                                          "way `sva-linearizer node --loopback` confines the node: the shipped "
+                                          "Fast DDS loopback profile, ROS_AUTOMATIC_DISCOVERY_RANGE and the "
+                                          "Cyclone configuration. ROS_DOMAIN_ID is printed only with --domain-id.")
+    e.add_argument("--domain-id", type=int, default=None, help="also set ROS_DOMAIN_ID")
+    e.set_defaults(func=_cmd_loopback_env)
 
     s = subparsers.add_parser("sim", help="(helper) publish a simulated robot's joint_states and odom")
     s.add_argument("--robot", default="quadruped")

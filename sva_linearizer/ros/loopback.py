@@ -30,62 +30,26 @@ def loopback_config(max_participants: int = 50) -> str:
             "</Discovery></Domain></CycloneDDS>")
 
 
-def fastdds_loopback_profile(fastdds2: bool = False) -> str:
-    """Fast DDS XML profile (default participant profile) with one transport: UDPv4 whitelisted
-    to 127.0.0.1, no builtin transports (no shared memory, no other interfaces). For Fast DDS 3
-    (Kilted), or with fastdds2 for Fast DDS 2 (Humble, Jazzy), which names the writers' heartbeat
-    period ``heartbeatPeriod`` (each rejects the whole file with the other's name)."""
-    heartbeat = "heartbeatPeriod" if fastdds2 else "heartbeat_period"
-    return f"""<?xml version="1.0" encoding="UTF-8"?>
-<dds xmlns="http://www.eprosima.com">
-  <profiles>
-    <transport_descriptors>
-      <transport_descriptor>
-        <transport_id>sva_udp_loopback</transport_id>
-        <type>UDPv4</type>
-        <interfaceWhiteList><address>127.0.0.1</address></interfaceWhiteList>
-      </transport_descriptor>
-    </transport_descriptors>
-    <participant profile_name="sva_loopback" is_default_profile="true">
-      <rtps>
-        <builtin>
-          <initialPeersList>
-            <locator><udpv4><address>127.0.0.1</address></udpv4></locator>
-          </initialPeersList>
-        </builtin>
-        <userTransports><transport_id>sva_udp_loopback</transport_id></userTransports>
-        <useBuiltinTransports>false</useBuiltinTransports>
-      </rtps>
-    </participant>
-    <data_writer profile_name="sva_writer" is_default_profile="true">
-      <times>
-        <{heartbeat}><sec>0</sec><nanosec>100000000</nanosec></{heartbeat}>
-      </times>
-    </data_writer>
-  </profiles>
-</dds>
-"""
-
-
-_PROFILE_DIR = None   # this process's private directory for the Fast DDS profile file
+#: The Fast DDS loopback profiles shipped with the package (Fast DDS 3: Kilted and later; Fast DDS 2:
+#: Humble, Iron, Jazzy), for a planner of one's own too: ``sva-linearizer loopback-env`` prints them.
+_DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data")
+FASTDDS_PROFILE = os.path.join(_DATA, "fastdds_loopback.xml")
+FASTDDS2_PROFILE = os.path.join(_DATA, "fastdds2_loopback.xml")
 
 
 def fastdds_loopback_profile_path(fastdds2: bool = False) -> str:
-    """A file with :func:`fastdds_loopback_profile` (written once per process, in a private
-    temporary directory removed at exit)."""
-    global _PROFILE_DIR
-    import atexit
-    import shutil
-    import tempfile
+    """The shipped Fast DDS profile (default participant profile): one UDPv4 transport whitelisted
+    to 127.0.0.1, no builtin transports (no shared memory, no other interfaces), initial peer
+    127.0.0.1, writers' heartbeat every 100 ms. For Fast DDS 3, or with fastdds2 for Fast DDS 2,
+    which names the heartbeat period ``heartbeatPeriod`` where Fast DDS 3 has ``heartbeat_period``
+    (each rejects the whole file with the other's name)."""
+    return FASTDDS2_PROFILE if fastdds2 else FASTDDS_PROFILE
 
-    if _PROFILE_DIR is None or not os.path.isdir(_PROFILE_DIR):
-        _PROFILE_DIR = tempfile.mkdtemp(prefix="sva_fastdds_")
-        atexit.register(shutil.rmtree, _PROFILE_DIR, True)
-    path = os.path.join(_PROFILE_DIR, "fastdds2_loopback.xml" if fastdds2 else "fastdds_loopback.xml")
-    if not os.path.exists(path):
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(fastdds_loopback_profile(fastdds2))
-    return path
+
+def fastdds_loopback_profile(fastdds2: bool = False) -> str:
+    """The text of :func:`fastdds_loopback_profile_path`."""
+    with open(fastdds_loopback_profile_path(fastdds2), encoding="utf-8") as f:
+        return f.read()
 
 
 def private_domain_id(seed: int | None = None) -> int:
@@ -108,7 +72,10 @@ def loopback_vars(domain_id: int) -> dict:
     of the installed version is set (fast_dds_2). test_ros_interop.py checks the sockets."""
     env = {"CYCLONEDDS_URI": loopback_config(), "ROS_DOMAIN_ID": str(int(domain_id)),
            "ROS_AUTOMATIC_DISCOVERY_RANGE": "SUBNET", "ROS_STATIC_PEERS": "",
-           "RMW_IMPLEMENTATION": "rmw_fastrtps_cpp"}
+           "RMW_IMPLEMENTATION": "rmw_fastrtps_cpp",
+           # the profile below is the only one Fast DDS reads: not also a DEFAULT_FASTDDS_PROFILES.xml
+           # (Fast DDS 2: DEFAULT_FASTRTPS_PROFILES.xml) in the working directory
+           "SKIP_DEFAULT_XML_FILE": "1"}
     if fast_dds_2():
         env["FASTRTPS_DEFAULT_PROFILES_FILE"] = fastdds_loopback_profile_path(fastdds2=True)
     else:

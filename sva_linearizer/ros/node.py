@@ -15,7 +15,8 @@ node parameters (names, defaults and checks in :mod:`sva_linearizer.ros.paramete
   instead) and, for a floating base, ``odom``
   (nav_msgs/Odometry: pose of the base in the world frame, twist in the base frame per REP 105,
   i.e. exactly the body twist [v_lin; w] of the library's ``v``);
-* for every joint state it gets to (subscription depth 1, so a slow node drops to the newest state
+* for every joint state it gets to (a busy node takes the newest waiting and counts the others as
+  ``superseded``, so it drops to the newest state
   instead of queueing; ``max_rate`` limits further by input stamp), linearizes with
   :func:`sva_linearizer.linearize` (with ``dt`` > 0 also Ad, Bd and :func:`sva_linearizer.next_state`)
   and publishes the linearization record ``linearization/record``: A, B, the point, the drift and
@@ -51,6 +52,7 @@ from __future__ import annotations
 
 import os
 import time
+import uuid
 from collections import deque
 
 import numpy as np
@@ -93,10 +95,11 @@ def _node_name(transport) -> str:
 
 class _Window:
     """What happened since the last diagnostics report."""
-    __slots__ = ("start_ns", "inputs", "dropped", "skipped", "latencies")
+    __slots__ = ("start_ns", "inputs", "dropped", "skipped", "superseded", "latencies")
 
     def __init__(self, start_ns):
-        self.start_ns, self.inputs, self.dropped, self.skipped, self.latencies = start_ns, 0, 0, 0, []
+        self.start_ns, self.inputs, self.dropped, self.skipped, self.superseded = start_ns, 0, 0, 0, 0
+        self.latencies = []
 
 
 class ModelLoadError(ValueError):
@@ -177,11 +180,15 @@ class StampedBuffer:
         return self.items[-1].stamp if self.items else None
 
     def nearest(self, stamp: int, max_age: float):
-        """-> (sample, None), or (None, (kind, text)) with kind "missing" or "stale"."""
+        """-> (sample, None), or (None, (kind, text)) with kind "missing" or "stale". The samples are
+        in stamp order: the search runs from the newest back to the first one at or before `stamp`
+        (of two samples equally near, the earlier)."""
         best = None
-        for o in self.items:
-            if best is None or abs(o.stamp - stamp) < abs(best.stamp - stamp):
+        for o in reversed(self.items):
+            if best is None or abs(o.stamp - stamp) <= abs(best.stamp - stamp):
                 best = o
+            if o.stamp <= stamp:
+                break
         if best is None:
             return None, ("missing", self.missing)
         age = (stamp - best.stamp) * 1e-9
@@ -220,7 +227,10 @@ class LinearizerNode:
             f"the compiled {group} kernels are in use ({seconds:.0f} s after the first call): full speed"))
         self.model = None
         self._base_frame = None
-        self.description_id = 0
+        self.run = uuid.uuid4().hex         # this run's identifier, in the description: seq restarts with it
+        # the descriptions' ids: from a random start, so that no record of another run of the node
+        # names this run's description (a restarted node's records are not decoded against the old one)
+        self.description_id = int(self.run[:8], 16) % (2 ** 31 - 2)
         self.seq = 0
         self.published = 0
         self.rejected: dict = {}
@@ -230,7 +240,7 @@ class LinearizerNode:
         self._plain_until = 0.0     # perf_counter time before which joint states are skipped (PLAIN_DUTY)
         self._last_stamp = None
         self._odom = StampedBuffer("odom", "odometry", "max_odom_age",
-                                   "odom: no valid odometry yet (a floating base needs odom)")
+                                   "odom: no valid odometry yet (a floating base needs odom)", QOS_ODOM["depth"])
         self._waiting: deque = deque()     # joint states waiting for their odometry (_Waiting)
         self._wait_timer = None            # steady timer while some wait (odom_wait / 2)
         self._wait_timer_armed = False
@@ -296,8 +306,10 @@ class LinearizerNode:
                 self.log.info(f"waiting for the robot description on {p['robot_description_topic']}")
         # odom before joint_states: a transport that dispatches in subscription order then sees
         # the odometry that arrived together with a joint state first
+        self._odom_sub = None
         if p["floating_base"] is not False:   # true, or decided by the description still to come
-            transport.create_subscription(p["odom_topic"], "nav_msgs/msg/Odometry", self.on_odom, QOS_ODOM)
+            self._odom_sub = transport.create_subscription(p["odom_topic"], "nav_msgs/msg/Odometry", self.on_odom,
+                                                           QOS_ODOM)
             if p["odom_wait"] > 0:
                 self._wait_timer = transport.create_steady_timer(p["odom_wait"] / 2, self._on_wait_timer)
         if self.contacts:
@@ -307,7 +319,7 @@ class LinearizerNode:
                 transport.create_subscription(p["contact_forces_topic"], "geometry_msgs/msg/WrenchStamped",
                                               self.on_contact_force, QOS_FORCES)
         transport.create_subscription(p["joint_states_topic"], "sensor_msgs/msg/JointState",
-                                      self.on_joint_state, QOS_STATE)
+                                      self.on_joint_state, QOS_STATE, superseded=self.on_superseded)
 
     # ------------------------------------------------------------------ model
     def _load_model(self, source, value) -> str | None:
@@ -363,7 +375,7 @@ class LinearizerNode:
         self.description_id += 1
         self._description = description_json(
             self.description_id, model, z_names(model), self.contacts, p["contact_mode"], p["dt"],
-            sorted(self._omit), self._base_frame, self.loops)
+            sorted(self._omit), self._base_frame, self.loops, self.run)
         self._pub_description.publish(self._types.String(data=self._description))
         self._index = {n: i for i, n in enumerate(model.joint_names)}
         self._perm_cache.clear()
@@ -569,6 +581,13 @@ class LinearizerNode:
         return active, forces, None
 
     # --------------------------------------------------------- joint states
+    def on_superseded(self, n: int) -> None:
+        """n joint states waited in the subscription's queue behind a newer one and were left out
+        when the node took the newest (it was busy): counted as ``superseded``, no warning."""
+        self.rejected["superseded"] = self.rejected.get("superseded", 0) + n
+        self._window.inputs += n
+        self._window.superseded += n
+
     def on_joint_state(self, msg, recv_ns=None):
         p = self.params
         model = self.model
@@ -638,7 +657,10 @@ class LinearizerNode:
         return result
 
     def _on_wait_timer(self):
-        """The steady timer while joint states wait for their odometry: those whose wait is over go."""
+        """The steady timer while joint states wait for their odometry: those whose wait is over go,
+        after the odometry already in the subscription's queue (a node held up by its machine may
+        run this timer before the odometry that arrived in the meantime)."""
+        self.transport.dispatch_waiting(self._odom_sub)
         self._pair_waiting()
 
     # ------------------------------------------------------ linearization
@@ -747,6 +769,7 @@ class LinearizerNode:
             "latency p99 (ms)": f"{np.percentile(lat, 99):.2f}" if lat is not None else "n/a",
             "dropped since the last report": str(w.dropped),
             "skipped while compiling since the last report": str(w.skipped),
+            "superseded since the last report": str(w.superseded),
             "records published": str(self.published),
             "dropped by reason": ", ".join(f"{k} {v}" for k, v in sorted(self.rejected.items())) or "none",
             "odometry pairing": self._pairing_text(),

@@ -4,9 +4,14 @@
 # The input subscriptions are best effort: in ROS 2 (DDS) a best-effort subscription matches both
 # reliable and best-effort publishers, a reliable one only reliable publishers, and many drivers
 # publish joint states with the sensor-data QoS (best effort). The node wants the newest sample
-# anyway (depth 1), so reliable repair of a sample it would skip buys nothing.
-QOS_STATE = dict(reliable=False, transient_local=False, depth=1)    # newest wins
-QOS_ODOM = dict(reliable=False, transient_local=False, depth=10)
+# anyway, so reliable repair of a sample it would skip buys nothing.
+# joint states: newest wins. The node takes the newest waiting sample and counts the others it
+# leaves out (superseded); the depth lets it see them (a depth of 1 would replace them unseen): 0.1 s
+# at 1 kHz, what a node held up by its machine may find waiting
+QOS_STATE = dict(reliable=False, transient_local=False, depth=100)
+# odometry is paired by stamp (the joint state's own, else the nearest): every sample counts, so the
+# queue holds 0.1 s at 1 kHz, what a node held up by its machine may take at once
+QOS_ODOM = dict(reliable=False, transient_local=False, depth=100)
 QOS_CONTACTS = dict(reliable=False, transient_local=False, depth=10)
 QOS_FORCES = dict(reliable=False, transient_local=False, depth=32)  # one sample per contact and stamp
 # What the package's own publishers of states use (simulator, tests): ROS 2's default profile.

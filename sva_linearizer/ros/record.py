@@ -119,6 +119,7 @@ class RecordDescription:
     omitted: tuple
     raw: dict = field(repr=False, default_factory=dict)
     loops: tuple = ()      # ({"frame_a", "frame_b", "kind", "dim", "reference", ...}, ...): always active
+    run: str = ""          # the node run that publishes it: another run restarts seq (and id) at 1
 
     @classmethod
     def from_json(cls, text: str) -> "RecordDescription":
@@ -129,16 +130,17 @@ class RecordDescription:
         return cls(int(d["id"]), tuple(d["joint_names"]), bool(d["floating_base"]), d["base_frame"],
                    int(d["nq"]), int(d["nv"]), int(d["nj"]), tuple(d["z"]), d.get("contact_mode"),
                    tuple(d.get("contacts", ())), float(d["dt"]), tuple(d.get("omitted", ())), d,
-                   tuple(d.get("loops", ())))
+                   tuple(d.get("loops", ())), str(d.get("run", "")))
 
 
 def description_json(description_id: int, model, z_names, contacts=(), contact_mode=None, dt=0.0,
-                     omitted=(), base_frame: str | None = None, loops=()) -> str:
+                     omitted=(), base_frame: str | None = None, loops=(), run: str = "") -> str:
     """The JSON text of ``linearization/description`` for a model and the node's configuration
-    (base_frame: the odometry's child frame, default the model's root link)."""
+    (base_frame: the odometry's child frame, default the model's root link; run: the node run's
+    identifier, new at each start)."""
     nq = model.nv + 1 if model.floating_base else model.nv
     return json.dumps({
-        "format": RECORD_FORMAT, "id": int(description_id),
+        "format": RECORD_FORMAT, "id": int(description_id), "run": run,
         "joint_names": list(model.joint_names), "floating_base": bool(model.floating_base),
         "base_frame": base_frame or model.base_name,
         "nq": nq, "nv": model.nv, "nj": model.nj,

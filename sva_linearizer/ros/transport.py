@@ -15,6 +15,8 @@ The interface (what :class:`sva_linearizer.ros.node.LinearizerNode` uses)::
                                           # cancelled, reset() starts it (steady clock, not /clock)
     transport.create_publisher(topic, "pkg/msg/Type", qos) -> obj with .publish(msg)
     transport.create_subscription(topic, "pkg/msg/Type", callback, qos)   # callback(msg, recv_ns)
+        # superseded=f: callback gets the newest of the samples waiting, f(n) the number left out
+    transport.dispatch_waiting(subscription) -> n   # run the callback on the samples waiting now
     transport.spin()                      # returns on SIGINT/SIGTERM or transport.stop()
     transport.close()
     # and, for tests and tools: spin_once(timeout_s), wait_for_readers(pub), wait_for_writers(sub)

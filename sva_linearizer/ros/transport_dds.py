@@ -93,7 +93,7 @@ class DdsTransport:
         self.types = types_namespace(self._by_name)
         self._waitset = WaitSet(self.participant)
         self._topics = {}
-        self._subs = []        # (topic, reader, read condition, callback, depth), in creation order
+        self._subs = []        # (topic, reader, read condition, callback, depth, superseded), in creation order
         self._timers = []      # _DdsTimer
         self._sim_time_ns = None   # with use_sim_time: the last /clock
         self._writers = []
@@ -142,14 +142,17 @@ class DdsTransport:
         self._writers.append(writer)
         return _DdsPublisher(writer)
 
-    def create_subscription(self, topic, type_name, callback, qos):
+    def create_subscription(self, topic, type_name, callback, qos, superseded=None):
+        """``superseded``: a callable; ``callback`` then gets only the newest of the samples taken
+        together, and ``superseded(n)`` the number of older ones left out (replaced by a newer
+        sample before they were used)."""
         from cyclonedds.core import InstanceState, ReadCondition, SampleState, ViewState
         from cyclonedds.sub import DataReader
 
         reader = DataReader(self.participant, self._topic(topic, type_name), qos=self._qos(qos))
         cond = ReadCondition(reader, SampleState.Any | ViewState.Any | InstanceState.Any)
         self._waitset.attach(cond)
-        self._subs.append((topic, reader, cond, callback, max(1, int(qos.get("depth", 10)))))
+        self._subs.append((topic, reader, cond, callback, max(1, int(qos.get("depth", 10))), superseded))
         return reader
 
     @staticmethod
@@ -210,23 +213,32 @@ class DdsTransport:
             if due is not None:
                 timeout_s = max(0.0, min(timeout_s, due - time.monotonic()))
         self._waitset.wait(duration(seconds=timeout_s))
-        handled = 0
-        for topic, reader, cond, callback, depth in self._subs:
+        return sum(self._dispatch(entry) for entry in self._subs)
+
+    def _dispatch(self, entry) -> int:
+        """Take one subscription's waiting samples and run its callback on them; -> how many."""
+        topic, reader, cond, callback, depth, superseded = entry
+        try:
+            samples = reader.take(N=depth)
+        except Exception as e:  # undecodable sample: report, drop, keep running
+            self._warn(("decode", topic), f"{topic}: dropped a sample that could not be decoded ({e})")
+            return 0
+        now = self.now_ns()
+        samples = [m for m in samples if getattr(m.sample_info, "valid_data", True) and hasattr(m, "__idl__")]
+        if superseded is not None and len(samples) > 1:
+            superseded(len(samples) - 1)
+            samples = samples[-1:]
+        for msg in samples:
             try:
-                samples = reader.take(N=depth)
-            except Exception as e:  # undecodable sample: report, drop, keep running
-                self._warn(("decode", topic), f"{topic}: dropped a sample that could not be decoded ({e})")
-                continue
-            now = self.now_ns()
-            for msg in samples:
-                if not getattr(msg.sample_info, "valid_data", True) or not hasattr(msg, "__idl__"):
-                    continue
-                handled += 1
-                try:
-                    callback(msg, now)
-                except Exception as e:  # a bug must not take the node down silently
-                    self._warn(("callback", topic), f"{topic}: callback failed: {type(e).__name__}: {e}")
-        return handled
+                callback(msg, now)
+            except Exception as e:  # a bug must not take the node down silently
+                self._warn(("callback", topic), f"{topic}: callback failed: {type(e).__name__}: {e}")
+        return len(samples)
+
+    def dispatch_waiting(self, reader) -> int:
+        """Take the samples waiting in a subscription's reader now and run its callback on each
+        (what spin_once does for every subscription); -> how many."""
+        return sum(self._dispatch(entry) for entry in self._subs if entry[1] is reader)
 
     def spin(self, duration_s=None):
         """Dispatch until SIGINT/SIGTERM, :meth:`stop`, or ``duration_s`` seconds."""
@@ -251,12 +263,12 @@ class DdsTransport:
         once instead of after the lease duration (10 s)."""
         if self.participant is None:
             return
-        for _, reader, cond, _, _ in self._subs:
+        for _, reader, cond, _, _, _ in self._subs:
             try:
                 self._waitset.detach(cond)
             except Exception:
                 pass
-        entities = ([cond for _, _, cond, _, _ in self._subs] + [r for _, r, _, _, _ in self._subs]
+        entities = ([cond for _, _, cond, _, _, _ in self._subs] + [r for _, r, _, _, _, _ in self._subs]
                     + list(self._writers) + list(self._topics.values()) + [self._waitset, self.participant])
         if self._domain is not None:
             entities.append(self._domain)

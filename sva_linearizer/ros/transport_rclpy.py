@@ -11,7 +11,7 @@ import struct
 import threading
 import time
 
-from .cdr import decode_odometry
+from .cdr import decode_joint_state, decode_odometry
 from .log import Throttle
 from .messages import ROS_TYPES, types_namespace
 from .parameters import PARAMETER_DESCRIPTIONS, PARAMETER_RANGES, typed_parameter_value
@@ -154,33 +154,65 @@ class RclpyTransport:
         return self.node.create_publisher(self._by_name[type_name], topic, self._qos(qos),
                                           qos_overriding_options=_overridable())
 
-    def create_subscription(self, topic, type_name, callback, qos, raw_decode=None):
-        """``raw_decode``: None (the default: rclpy messages, except nav_msgs/Odometry, see below),
-        True or False. With it, the subscription takes the serialized bytes and decodes them with
-        :mod:`.cdr` into plain attribute objects: rclpy builds a received Odometry as ten Python
-        message objects with checked setters, about twenty times the cost of the one-pass decode
-        and a large share of the node's time per pair at 1 kHz (docs/ros.md, "Node performance").
-        A sample that does not decode is dropped with a warning."""
+    def create_subscription(self, topic, type_name, callback, qos, raw_decode=None, superseded=None):
+        """``raw_decode``: None (the default: rclpy messages, except sensor_msgs/JointState and
+        nav_msgs/Odometry, see below), True or False. With it, the subscription takes the
+        serialized bytes and decodes them with :mod:`.cdr` into plain attribute objects: rclpy
+        builds a received message as Python objects with checked setters (an Odometry is ten),
+        about twenty times the cost of the one-pass decode and a large share of the node's time
+        per state at 1 kHz (docs/ros.md, "Node performance"). A sample that does not decode is
+        dropped with a warning.
+
+        ``superseded``: a callable; the subscription then hands ``callback`` only the newest of the
+        samples waiting in its queue when it takes one, and calls ``superseded(n)`` with the number
+        of older ones it took and left out (replaced by a newer sample before they were used)."""
         now = self.now_ns     # the node's clock: ROS time from /clock with use_sim_time
-        decoder = {"nav_msgs/msg/Odometry": decode_odometry}.get(type_name)
-        if raw_decode is False or (raw_decode is None and decoder is None):
-            def cb(msg):
-                callback(msg, now())
-            return self.node.create_subscription(self._by_name[type_name], topic, cb, self._qos(qos),
-                                                 qos_overriding_options=_overridable())
-        if decoder is None:
+        decoder = {"nav_msgs/msg/Odometry": decode_odometry,
+                   "sensor_msgs/msg/JointState": decode_joint_state}.get(type_name)
+        raw = not (raw_decode is False or (raw_decode is None and decoder is None))
+        if raw and decoder is None:
             raise ValueError(f"no raw decoder for {type_name}")
         warn = Throttle(self.logger.warning, 2.0)
+        sub = None
 
-        def raw_cb(data):
-            try:
-                msg = decoder(memoryview(data))
-            except (ValueError, struct.error, UnicodeDecodeError) as e:
-                warn(("decode", topic), f"{topic}: dropped a sample that could not be decoded ({e})")
-                return
-            callback(msg, now())
-        return self.node.create_subscription(self._by_name[type_name], topic, raw_cb, self._qos(qos), raw=True,
-                                             qos_overriding_options=_overridable())
+        def newest(data):
+            """The newest sample waiting behind `data` (its queue drained), counting the others."""
+            left_out = 0
+            while True:
+                with sub.handle:
+                    taken = sub.handle.take_message(sub.msg_type, sub.raw)
+                if taken is None:
+                    break
+                data, left_out = taken[0], left_out + 1
+            if left_out:
+                superseded(left_out)
+            return data
+
+        def cb(data):
+            if superseded is not None:
+                data = newest(data)
+            if raw:
+                try:
+                    data = decoder(memoryview(data))
+                except (ValueError, struct.error, UnicodeDecodeError) as e:
+                    warn(("decode", topic), f"{topic}: dropped a sample that could not be decoded ({e})")
+                    return
+            callback(data, now())
+        sub = self.node.create_subscription(self._by_name[type_name], topic, cb, self._qos(qos), raw=raw,
+                                            qos_overriding_options=_overridable())
+        return sub
+
+    def dispatch_waiting(self, subscription) -> int:
+        """Take the samples waiting in a subscription's queue now and run its callback on each, ahead
+        of the executor (which then finds them gone); -> how many."""
+        n = 0
+        while True:
+            with subscription.handle:
+                taken = subscription.handle.take_message(subscription.msg_type, subscription.raw)
+            if taken is None:
+                return n
+            subscription.callback(taken[0])
+            n += 1
 
     def _wait(self, count, timeout_s):
         end = time.monotonic() + timeout_s
