@@ -19,7 +19,8 @@ from .algorithms.frames import frame_jacobian, frame_placement, frame_velocity
 from .coupling import CoupledModel
 from .data import Data
 from .joints import Joint
-from .linearization import Linearization, discretize, linearize, linearize_batch, linearize_flat, next_state
+from .linearization import (Horizon, Linearization, discretize, linearize, linearize_batch, linearize_flat,
+                            linearize_horizon, next_state)
 from .model import Inertia, Model
 from .state import State
 from . import warmup as _warmup  # noqa: F401 (registers the kernels' compiler: a cold group compiles in the background)
@@ -38,9 +39,9 @@ def load_urdf(path_or_xml, floating_base: bool | None = None, gravity=(0.0, 0.0,
 
 
 __all__ = [
-    "Contact", "CoupledModel", "Data", "Inertia", "frame_jacobian", "frame_placement", "frame_velocity",
+    "Contact", "CoupledModel", "Data", "Horizon", "Inertia", "frame_jacobian", "frame_placement", "frame_velocity",
     "Joint", "Linearization", "Loop", "Model", "SecondOrderDerivatives", "State", "extended_inverse_dynamics",
     "extended_inverse_dynamics_derivatives", "extended_inverse_dynamics_second_derivatives",
     "forward_dynamics", "inverse_mass_matrix", "discretize", "linearize", "linearize_batch", "linearize_flat",
-    "load_urdf", "mass_matrix", "next_state", "rneamb", "__version__",
+    "linearize_horizon", "load_urdf", "mass_matrix", "next_state", "rneamb", "__version__",
 ]

@@ -5,6 +5,7 @@
     assembly.py     A and B from the derivatives D and Minv (eq. 3.53); the Linearization result
     with_contacts.py  linearize with rigid contacts (KKT) or contact forces as inputs
     batch.py        linearize_batch: many states, in parallel, one compiled call
+    horizon.py      linearize_horizon: a planner's knots with a contact schedule, every record section
     discrete.py     the semi-implicit Euler step on the Lie group: Ad, Bd (discretize)
     sparse_product.py  -Minv D over D's branch-induced sparsity, in SIMD tiles (A's lower block)
     overflow.py     naming what overflowed when a result is not finite
@@ -12,5 +13,7 @@
 from .batch import linearize_batch, num_threads
 from .continuous import Linearization, linearize, linearize_flat
 from .discrete import discretize, next_state
+from .horizon import Horizon, linearize_horizon
 
-__all__ = ["Linearization", "discretize", "linearize", "linearize_batch", "linearize_flat", "next_state", "num_threads"]
+__all__ = ["Horizon", "Linearization", "discretize", "linearize", "linearize_batch", "linearize_flat",
+           "linearize_horizon", "next_state", "num_threads"]
