@@ -71,7 +71,8 @@ def test_the_cpp_recipe_reads_what_the_node_publishes(consumer, tmp_path, params
     else:
         assert f"Ad[0][{nv}]" not in got
     if m.floating_base:
-        assert got["odom_stamp_ns"] == f"{rec.odom_stamp_ns} (the joint state's own stamp)" and rec.odom_stamp_ns == stamp
+        assert rec.odom_stamp_ns == stamp
+        assert got["odom_stamp_ns"] == f"{rec.odom_stamp_ns} (the joint state's own stamp)"
     else:
         assert "odom_stamp_ns" not in got and rec.odom_stamp is None
     # a record of another description is refused, not misread
