@@ -19,9 +19,9 @@ the message holds HEADER_SIZE + the sum of the lengths values. A section that is
 computed, left out by the ``record_omit`` parameter, or of length 0 such as the forces with no
 contact active) has offset and length 0. Matrices are row-major. The names a record refers to
 (joint names in column order, the configured contacts, the base frame, the z and w orderings)
-change only with the model and
-the configuration: they are in ``linearization/description`` (std_msgs/String holding JSON,
-transient local like robot_description), whose ``id`` the records carry in data[1].
+change only with the model and the configuration: they are in ``linearization/description``
+(std_msgs/String holding JSON, transient local like robot_description), whose ``id`` the records
+carry in data[1].
 
 :class:`RecordReader` subscribes both on any transport of the package and hands out
 :class:`Record` objects; :func:`decode_record` does the same for a ``data`` array in hand.
