@@ -404,21 +404,24 @@ if HAVE_NUMBA:
 
 
     @intrinsic
-    def store_transposed(typingctx, src, dst, r, c, lo):
-        """dst[lo + l, r, c + j] = src[r, c + j][l] for j, l < L: an L x L block of lanes (L
+    def store_transposed(typingctx, src, dst, r, c, idx, lo):
+        """dst[idx[lo + l], r, c + j] = src[r, c + j][l] for j, l < L: an L x L block of lanes (L
         consecutive vectors of L states) written as L vectors, one along each state's row of dst
-        (a transpose in registers). src: 2-D Lanes, dst: 3-D float64 with contiguous rows; the
-        caller guarantees c + L <= src's and dst's columns and lo + L <= dst's states."""
+        (a transpose in registers). src: 2-D Lanes, dst: 3-D float64 with contiguous rows, idx:
+        1-D int64 (the states' rows in dst); the caller guarantees c + L <= src's and dst's
+        columns and lo + L <= idx's length."""
         if not (isinstance(src, types.Array) and isinstance(src.dtype, Lanes) and src.ndim == 2
-                and isinstance(dst, types.Array) and dst.dtype == types.float64 and dst.ndim == 3):
+                and isinstance(dst, types.Array) and dst.dtype == types.float64 and dst.ndim == 3
+                and isinstance(idx, types.Array) and isinstance(idx.dtype, types.Integer) and idx.ndim == 1):
             return None
         L = src.dtype.width
 
         def codegen(context, builder, sig, args):
-            sty, dty = sig.args[0], sig.args[1]
+            sty, dty, ity = sig.args[0], sig.args[1], sig.args[4]
             S = make_array(sty)(context, builder, args[0])
             D = make_array(dty)(context, builder, args[1])
-            rr, cc, l0 = args[2], args[3], args[4]
+            IX = make_array(ity)(context, builder, args[4])
+            rr, cc, l0 = args[2], args[3], args[5]
             intp = context.get_value_type(types.intp)
             vt = ir.VectorType(ir.DoubleType(), L)
             cols = []
@@ -430,47 +433,62 @@ if HAVE_NUMBA:
                 row = ir.Constant(vt, ir.Undefined)
                 for j in range(L):
                     row = builder.insert_element(row, builder.extract_element(cols[j], k), ir.Constant(_I32, j))
-                state = builder.add(l0, ir.Constant(intp, lane))
+                pi = cgutils.get_item_pointer(context, builder, ity, IX, [builder.add(l0, ir.Constant(intp, lane))])
+                state = context.cast(builder, builder.load(pi), ity.dtype, types.intp)
                 p = cgutils.get_item_pointer(context, builder, dty, D, [state, rr, cc])
                 builder.store(row, builder.bitcast(p, vt.as_pointer()), align=8)
             return context.get_dummy_value()
-        return types.void(src, dst, types.intp, types.intp, types.intp), codegen
+        return types.void(src, dst, types.intp, types.intp, idx, types.intp), codegen
 
 else:
     def as_lanes(arr, tag):
         """Lanes are numba's: without numba the batch computes one state at a time."""
         raise RuntimeError("sva_linearizer: lanes need numba")
 
-    def store_transposed(src, dst, r, c, lo):
+    def store_transposed(src, dst, r, c, idx, lo):
         """Lanes are numba's (see as_lanes)."""
         raise RuntimeError("sva_linearizer: lanes need numba")
 
 
 @njit(inline="always")
-def interleave(X, XL, lo, hi):
-    """XL[j, l] = X[lo + l, j] for the L lanes l of XL (..., L), the last row hi - 1 repeated to
-    fill the lanes past hi - lo."""
+def interleave(X, XL, idx, lo, hi):
+    """XL[j, l] = X[idx[lo + l], j] for the L lanes l of XL (..., L), the state at hi - 1 repeated
+    to fill the lanes past hi - lo. idx: the rows of X that positions lo..hi-1 stand for (a
+    batch's states in order: 0..N-1; a horizon's knots of one contact set)."""
     width = XL.shape[XL.ndim - 1]
     for lane in range(width):
-        i = min(lo + lane, hi - 1)
+        i = idx[min(lo + lane, hi - 1)]
         for j in range(X.shape[1]):
             XL[j, lane] = X[i, j]
 
 
 @njit(inline="always")
-def copy_out(XL, X, OX, lo, hi):
-    """OX[lo + l] = lane l of X (XL: the same memory as floats, (rows, cols, L)) for l < hi - lo:
-    blocks of L columns of a full group transposed in registers (store_transposed), the rest one
-    entry at a time."""
+def copy_out(XL, X, OX, idx, lo, hi):
+    """OX[idx[lo + l]] = lane l of X (XL: the same memory as floats, (rows, cols, L)) for l < hi -
+    lo: blocks of L columns of a full group transposed in registers (store_transposed), the rest one
+    entry at a time. OX may have more columns than X (those are left as they are)."""
     width = XL.shape[2]
     rows, cols = XL.shape[0], XL.shape[1]
     c_end = cols - cols % width if hi - lo == width else 0
     for r in range(rows):
         for c in range(0, c_end, width):
-            store_transposed(X, OX, r, c, lo)
+            store_transposed(X, OX, r, c, idx, lo)
         for c in range(c_end, cols):
             for lane in range(hi - lo):
-                OX[lo + lane, r, c] = XL[r, c, lane]
+                OX[idx[lo + lane], r, c] = XL[r, c, lane]
+
+
+@njit(inline="always")
+def copy_rows(XL, OX, idx, rows, lo, hi):
+    """OX[idx[lo + l], rows[r], c] = XL[r, c, l] for l < hi - lo (XL: floats (R, C, L)): lanes out
+    to rows of a fixed layout (a horizon's contact forces, each contact's rows where the layout
+    keeps them), one entry at a time."""
+    for lane in range(hi - lo):
+        i = idx[lo + lane]
+        for r in range(XL.shape[0]):
+            o = rows[r]
+            for c in range(XL.shape[1]):
+                OX[i, o, c] = XL[r, c, lane]
 
 
 def chunk_size(n: int, width: int, nthreads: int) -> int:
@@ -492,6 +510,47 @@ def redo_failed_groups(status, lo: int, hi: int, width: int, one_by_one) -> None
     for a in range(lo, hi, width):
         if status[a] == LANES_FAILED:
             one_by_one(a, min(hi, a + width))
+
+
+class LaneExtras:
+    """What a lane kernel writes beside A, B (Ad, Bd with dt) of each state i: with dt the
+    continuous A, B into OAc[i], OBc[i], and nu_dot into ONU[i, 0] (each (0, ...) when not asked
+    for: linearize_batch); with contacts the forces and their derivatives into OLAM[i, rows, 0],
+    ODZ[i, rows], ODTAU[i, rows] (rows: the set's rows in the fixed layout of a horizon).
+    nuo: nu_dot's offset in a workspace's float buffer."""
+
+    __slots__ = ("OAc", "OBc", "ONU", "nuo", "OLAM", "ODZ", "ODTAU", "rows")
+
+    def __init__(self, OAc, OBc, ONU, nuo, OLAM=None, ODZ=None, ODTAU=None, rows=None):
+        import numpy as np
+
+        none = np.empty((0, 0, 0))
+        self.OAc, self.OBc, self.ONU, self.nuo = OAc, OBc, ONU, nuo
+        self.OLAM = none if OLAM is None else OLAM
+        self.ODZ = none if ODZ is None else ODZ
+        self.ODTAU = none if ODTAU is None else ODTAU
+        self.rows = np.zeros(0, dtype=np.int64) if rows is None else rows
+
+    @classmethod
+    def none(cls, nuo=0):
+        """Nothing beside A, B (linearize_batch)."""
+        import numpy as np
+
+        none = np.empty((0, 0, 0))
+        return cls(none, none, none, nuo)
+
+    def one(self, i, fb, A, B, dt, plan=None):
+        """State i's extras from a one-state call: nu_dot from its workspace fb, with dt the A, B
+        (the scratch the call wrote them to), with a contact plan its forces and derivatives."""
+        if self.ONU.shape[0]:
+            self.ONU[i, 0] = fb[self.nuo:self.nuo + self.ONU.shape[2]]
+        if dt > 0.0 and self.OAc.shape[0]:
+            self.OAc[i] = A
+            self.OBc[i] = B
+        if plan is not None and self.OLAM.shape[0] and plan.mc:
+            self.OLAM[i, self.rows, 0] = plan.lam
+            self.ODZ[i, self.rows] = plan.dz
+            self.ODTAU[i, self.rows] = plan.dtau
 
 
 def aligned_empty(shape, width: int):

@@ -36,7 +36,7 @@ from .algorithms.contact_rows import Contact
 from .algorithms.frames import frame_jacobian, frame_placement, frame_velocity
 from .data import Data
 from .joints import Joint
-from .linearization import linearize, linearize_batch
+from .linearization import linearize, linearize_batch, next_state
 from .model import Inertia, Model
 from .state import State
 from ._jit import COMPILE_ENV, HAVE_NUMBA, QUIET_ENV, mark_plain, mark_ready, set_compiler, set_loading
@@ -157,7 +157,8 @@ def _stage_linearize():
 
 def _stage_discrete():
     for m, state, tau in _tiny_states():
-        linearize(m, state, tau, dt=0.01)
+        lin = linearize(m, state, tau, dt=0.01)
+        next_state(m, state, lin.nu_dot, 0.01)
 
 
 def _tiny_batch(m):

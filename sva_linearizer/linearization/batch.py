@@ -41,7 +41,8 @@ from .._jit import HAVE_NUMBA, compiled, decide_groups, direct, is_direct, njit
 from .._arrays import kernel_array, real_array
 from .._intrinsics import borrow
 from ..algorithms.status import LANES_FAILED
-from .._lanes import aligned_empty, as_lanes, chunk_size, copy_out, interleave, lane_width, redo_failed_groups
+from .._lanes import (LaneExtras, aligned_empty, as_lanes, chunk_size, copy_out, interleave, lane_width,
+                      redo_failed_groups)
 
 COMPILE_GROUP = "batch"     # the compile group of this module's kernels (_jit)
 from ..coupling import is_coupled
@@ -97,55 +98,71 @@ def _run_workers(work, nthreads, groups):
         f.result()
 
 
-def _one_by_one(ib, fb, Q, V, T, OA, OB, status, dt, SA, SB, lo, hi):
-    """linearize_entry, the compiled one-state pipeline, called from Python for rows lo..hi-1 of Q,
-    V, T on the workspace fb: A, B into OA[i], OB[i]; with dt > 0, Ad, Bd (A, B in the scratch SA,
-    SB); the status into status[i]. The batch while batch_lanes is not compiled, and a lockstep
-    group that failed (_lanes.redo_failed_groups)."""
-    for i in range(lo, hi):
+def _one_by_one(ib, fb, Q, V, T, idx, OA, OB, status, dt, SA, SB, lo, hi, extra=None):
+    """linearize_entry, the compiled one-state pipeline, called from Python for positions lo..hi-1
+    (the states idx[p] of Q, V, T) on the workspace fb: A, B into OA[i], OB[i]; with dt > 0, Ad,
+    Bd (A, B in the scratch SA, SB); the status into status[p]. extra: a LaneExtras for more of
+    each state's results. The batch while batch_lanes is not compiled, and a lockstep group that
+    failed (_lanes.redo_failed_groups)."""
+    for p in range(lo, hi):
+        i = idx[p]
         if dt > 0.0:
-            status[i] = linearize_entry(ib, fb, Q[i], V[i], T[i], SA, SB, dt, OA[i], OB[i])
+            status[p] = linearize_entry(ib, fb, Q[i], V[i], T[i], SA, SB, dt, OA[i], OB[i])
         else:
-            status[i] = linearize_entry(ib, fb, Q[i], V[i], T[i], OA[i], OB[i], 0.0, OA[i], OB[i])
+            status[p] = linearize_entry(ib, fb, Q[i], V[i], T[i], OA[i], OB[i], 0.0, OA[i], OB[i])
+        if extra is not None and status[p] == 0:
+            extra.one(i, fb, SA, SB, dt)
 
 
 @njit
-def batch_lanes(ib, fbl, tag, Q, V, TAU, OA, OB, status, dt, lo, hi, QL, VL, TL, AL, BL, SAL, SBL):
-    """States lo..hi-1 in lockstep groups of L = len(tag) (`lane_group`). Returns the number of
-    groups that failed (their states' status LANES_FAILED: _lanes.redo_failed_groups computes them one by one)."""
-    Q, V, TAU, OA, OB, status = borrow(Q), borrow(V), borrow(TAU), borrow(OA), borrow(OB), borrow(status)
+def batch_lanes(ib, fbl, tag, Q, V, TAU, idx, OA, OB, OAc, OBc, ONU, nuo, status, dt, lo, hi, QL, VL, TL,
+                AL, BL, SAL, SBL):
+    """Positions lo..hi-1 (the states idx[p] of Q, V, TAU and of the outputs) in lockstep groups
+    of L = len(tag) (`lane_group`). Returns the number of groups that failed (their positions'
+    status LANES_FAILED: _lanes.redo_failed_groups computes them one by one)."""
+    Q, V, TAU, idx, status = borrow(Q), borrow(V), borrow(TAU), borrow(idx), borrow(status)
+    OA, OB, OAc, OBc, ONU = borrow(OA), borrow(OB), borrow(OAc), borrow(OBc), borrow(ONU)
     ml, dl, _ = views(ib, as_lanes(fbl, tag))
     q, v, tau = as_lanes(QL, tag), as_lanes(VL, tag), as_lanes(TL, tag)
     A, B, SAl, SBl = as_lanes(AL, tag), as_lanes(BL, tag), as_lanes(SAL, tag), as_lanes(SBL, tag)
+    NUL = fbl[nuo:nuo + ml.nv].reshape((1, ml.nv, len(tag)))     # nu_dot, as floats and as Lanes
+    nu = as_lanes(NUL, tag)
     failed = 0
     for g in range(lo, hi, len(tag)):
-        failed += lane_group(ml, dl, Q, V, TAU, OA, OB, status, dt, g, min(hi, g + len(tag)),
-                             QL, VL, TL, AL, BL, q, v, tau, A, B, SAl, SBl)
+        failed += lane_group(ml, dl, Q, V, TAU, idx, OA, OB, OAc, OBc, ONU, status, dt, g, min(hi, g + len(tag)),
+                             QL, VL, TL, AL, BL, SAL, SBL, NUL, q, v, tau, A, B, SAl, SBl, nu)
     return failed
 
 
 @njit(inline="always")
-def lane_group(ml, dl, Q, V, TAU, OA, OB, status, dt, lo, hi, QL, VL, TL, AL, BL, q, v, tau, A, B, SAl, SBl):
-    """States lo..hi-1 (at most L) as one lockstep group: their q, v, tau interleaved into QL, VL,
-    TL (..., L) (the last state repeated to fill the group; q, v, tau: the same memory as Lanes),
-    linearize_state on the lane workspace (ml, dl), and each lane's A, B (Ad, Bd with dt > 0; A, B
-    then in SAl, SBl) copied out of AL, BL to OA[i], OB[i]. Returns 0, or 1 if the group failed
-    (its states' status LANES_FAILED)."""
-    interleave(Q, QL, lo, hi)
-    interleave(V, VL, lo, hi)
-    interleave(TAU, TL, lo, hi)
+def lane_group(ml, dl, Q, V, TAU, idx, OA, OB, OAc, OBc, ONU, status, dt, lo, hi, QL, VL, TL, AL, BL, SAL, SBL,
+               NUL, q, v, tau, A, B, SAl, SBl, nu):
+    """Positions lo..hi-1 (at most L) as one lockstep group: their states' q, v, tau interleaved
+    into QL, VL, TL (..., L) (the last state repeated to fill the group; q, v, tau: the same
+    memory as Lanes), linearize_state on the lane workspace (ml, dl), and each lane's A, B (Ad,
+    Bd with dt > 0; A, B then in SAl, SBl) copied out of AL, BL to OA[i], OB[i], i = idx[p]; with
+    dt, A and B also to OAc[i], OBc[i] where asked for (OAc not empty), and nu_dot to ONU[i, 0].
+    Returns 0, or 1 if the group failed (its positions' status LANES_FAILED)."""
+    interleave(Q, QL, idx, lo, hi)
+    interleave(V, VL, idx, lo, hi)
+    interleave(TAU, TL, idx, lo, hi)
     if dt > 0.0:
         st = linearize_state(ml, dl, q, v, tau, SAl, SBl, dt, A, B)
     else:
         st = linearize_state(ml, dl, q, v, tau, A, B, 0.0, A, B)
     if st != 0:
-        for i in range(lo, hi):
-            status[i] = LANES_FAILED
+        for p in range(lo, hi):
+            status[p] = LANES_FAILED
         return 1
     for lane in range(hi - lo):
         status[lo + lane] = 0
-    copy_out(AL, A, OA, lo, hi)
-    copy_out(BL, B, OB, lo, hi)
+    copy_out(AL, A, OA, idx, lo, hi)
+    copy_out(BL, B, OB, idx, lo, hi)
+    if dt > 0.0 and OAc.shape[0] > 0:
+        copy_out(SAL, SAl, OAc, idx, lo, hi)
+        copy_out(SBL, SBl, OBc, idx, lo, hi)
+    if ONU.shape[0] > 0:
+        copy_out(NUL, nu, ONU, idx, lo, hi)
     return 0
 
 
@@ -153,9 +170,9 @@ _LANES_ENTRY: dict = {}     # lane width -> batch_lanes's compiled code without 
 
 
 def _lanes_entry(width, args):
-    """batch_lanes for its one signature at this width (the arrays linearize_batch passes: kernel_array's
-    and _out_arrays' C-contiguous float64, the workspaces' aligned ones), called without numba's
-    type dispatch (~0.1 us for each of its 18 arguments)."""
+    """batch_lanes for its one signature at this width (the arrays FreeLanes passes: kernel_array's
+    and _out_arrays' C-contiguous float64, int64 positions, the workspaces' aligned ones), called
+    without numba's type dispatch (~0.1 us for each of its 24 arguments)."""
     entry = _LANES_ENTRY.get(width)
     if entry is None:
         entry = direct(batch_lanes, *args)
@@ -234,8 +251,7 @@ def linearize_batch(model: Model, q_batch: ArrayLike, v_batch: ArrayLike, tau_ba
                 OA[i], OB[i] = lin.A, lin.B
         return OA, OB
     decide_groups("batch")
-    lanes = compiled("batch")
-    width = lane_width() if lanes else 1
+    width = lane_width() if compiled("batch") else 1
     groups = -(-N // width)
     nthreads = min(num_threads(), groups)
     if not os.environ.get("SVA_LINEARIZER_NUM_THREADS", "").strip():
@@ -245,36 +261,15 @@ def linearize_batch(model: Model, q_batch: ArrayLike, v_batch: ArrayLike, tau_ba
     counter = itertools.count()
     status = np.zeros(N, dtype=np.int64)
     chunk = chunk_size(N, width, nthreads)
-    if lanes:
-        ws = [_lane_workspace(d, t, width, dt is not None) for t in range(nthreads)]
-        tag = (0.0,) * width
-        w = ws[0]
-        entry = _lanes_entry(width, (d.ib, w.fb, tag, Q, V, T, OA, OB, status, dt or 0.0, 0, 0) + w.arrays)
+    run = FreeLanes(d, width, dt or 0.0, Q, V, T, np.arange(N, dtype=np.int64), OA, OB, LaneExtras.none(),
+                    status, nthreads)
 
-        def work(t):
-            w = ws[t]
-
-            def one_by_one(a, b):
-                _one_by_one(d.ib, w.fb1, Q, V, T, OA, OB, status, dt or 0.0, w.SA, w.SB, a, b)
-
-            while True:
-                lo = next(counter) * chunk
-                if lo >= N:
-                    return
-                hi = min(N, lo + chunk)
-                if entry(d.ib, w.fb, tag, Q, V, T, OA, OB, status, dt or 0.0, lo, hi, *w.arrays):
-                    redo_failed_groups(status, lo, hi, width, one_by_one)
-    else:
-        fbs = np.tile(d.fb, (nthreads, 1))          # a workspace per thread, for this call only
-        SA = np.empty((nthreads, nx, nx) if dt else (nthreads, 0, 0))    # A, B scratch with dt
-        SB = np.empty((nthreads, nx, nj) if dt else (nthreads, 0, 0))
-
-        def work(t):
-            while True:
-                lo = next(counter) * chunk
-                if lo >= N:
-                    return
-                _one_by_one(d.ib, fbs[t], Q, V, T, OA, OB, status, dt or 0.0, SA[t], SB[t], lo, min(N, lo + chunk))
+    def work(t):
+        while True:
+            lo = next(counter) * chunk
+            if lo >= N:
+                return
+            run(t, lo, min(N, lo + chunk))
 
     _run_workers(work, nthreads, ("batch",))
     bad = np.flatnonzero(status)
@@ -287,6 +282,46 @@ def linearize_batch(model: Model, q_batch: ArrayLike, v_batch: ArrayLike, tau_ba
         err = status_error(model, d1, s1, Q[i], V[i], T[i], A1, B1)
         raise ValueError(f"linearize_batch: state {i}: {err}")
     return OA, OB
+
+
+class FreeLanes:
+    """linearize_state for the positions p of idx (the states idx[p] of Q, V, T and of the outputs
+    OA, OB and `extra`, a LaneExtras) at lane width L (1: one state at a time, while batch_lanes is
+    not compiled), on the worker threads 0..nthreads-1: run(t, lo, hi) computes positions lo..hi-1
+    on thread t's workspace of the Data d (the calling thread's, get_data), status[p] set; a
+    failed lockstep group again state by state (_lanes.redo_failed_groups)."""
+
+    def __init__(self, d, width, dt, Q, V, T, idx, OA, OB, extra, status, nthreads):
+        self.d, self.width, self.dt = d, width, dt
+        self.Q, self.V, self.T, self.idx, self.OA, self.OB, self.extra = Q, V, T, idx, OA, OB, extra
+        self.status = status
+        self.nuo = (d.nu_dot.ctypes.data - d.fb.ctypes.data) // 8     # nu_dot in a workspace's floats
+        if width > 1:
+            self.ws = [_lane_workspace(d, t, width, dt > 0.0) for t in range(nthreads)]
+            self.tag = (0.0,) * width
+            w = self.ws[0]
+            self.entry = _lanes_entry(width, self._args(w, 0, 0))
+        else:
+            nx, nj = 2 * d.nv, d.nj
+            self.fbs = np.tile(d.fb, (nthreads, 1))           # a workspace per thread, for this call only
+            self.SA = np.empty((nthreads, nx, nx) if dt else (nthreads, 0, 0))    # A, B scratch with dt
+            self.SB = np.empty((nthreads, nx, nj) if dt else (nthreads, 0, 0))
+
+    def _args(self, w, lo, hi):
+        e = self.extra
+        return ((self.d.ib, w.fb, self.tag, self.Q, self.V, self.T, self.idx, self.OA, self.OB, e.OAc, e.OBc,
+                 e.ONU, self.nuo, self.status, self.dt, lo, hi) + w.arrays)
+
+    def __call__(self, t, lo, hi):
+        if self.width == 1:
+            _one_by_one(self.d.ib, self.fbs[t], self.Q, self.V, self.T, self.idx, self.OA, self.OB, self.status,
+                        self.dt, self.SA[t], self.SB[t], lo, hi, self.extra)
+            return
+        w = self.ws[t]
+        if self.entry(*self._args(w, lo, hi)):
+            redo_failed_groups(self.status, lo, hi, self.width, lambda a, b: _one_by_one(
+                self.d.ib, w.fb1, self.Q, self.V, self.T, self.idx, self.OA, self.OB, self.status, self.dt, w.SA,
+                w.SB, a, b, self.extra))
 
 
 class _LaneWorkspace:

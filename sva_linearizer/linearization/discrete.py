@@ -24,7 +24,7 @@ from .._lanes import all_lanes, any_lane, where
 from .._arrays import kernel_array, real_array
 from ..algorithms.common import all_finite
 from ..model import Model
-from ..spatial import matrix_to_quat, se3_exp
+from ..spatial_ops import quat_to_rot
 from ..state import State, as_vector
 
 
@@ -222,6 +222,47 @@ def discretize(A: ArrayLike, B: ArrayLike, dt: float,
     return Ad, Bd
 
 
+@njit
+def next_states(Q, V, NU, dt, floating, QN, VN):
+    """The semi-implicit Euler step (next_state) from each row i of Q, V (flat vectors) with the
+    acceleration NU[i]: VN[i] = V[i] + dt NU[i], QN[i] = the configuration after dt at VN[i]. The
+    pose H exp(dt v+^): the rotation as the quaternion product q (x) exp(dt w+ / 2) (the rotation
+    R exp(dt w+^)), normalised and in q's hemisphere (QN[i, 3:7] . Q[i, 3:7] >= 0), the position p
+    + R Vs u (Vs = I + a W + b W^2, W = (dt w+)^, u = dt v+_lin; a, b: _coefficients)."""
+    nv = V.shape[1]
+    R = np.empty((3, 3))
+    for i in range(Q.shape[0]):
+        for j in range(nv):
+            VN[i, j] = V[i, j] + dt * NU[i, j]
+        if not floating:
+            for j in range(nv):
+                QN[i, j] = Q[i, j] + dt * VN[i, j]
+            continue
+        for j in range(6, nv):
+            QN[i, j + 1] = Q[i, j + 1] + dt * VN[i, j]
+        u0, u1, u2 = dt * VN[i, 0], dt * VN[i, 1], dt * VN[i, 2]
+        w0, w1, w2 = dt * VN[i, 3], dt * VN[i, 4], dt * VN[i, 5]
+        th = math.sqrt(w0 * w0 + w1 * w1 + w2 * w2)
+        _, a, b, _, _ = _coefficients(th)
+        c0, c1, c2 = w1 * u2 - w2 * u1, w2 * u0 - w0 * u2, w0 * u1 - w1 * u0      # W u
+        e0, e1, e2 = w1 * c2 - w2 * c1, w2 * c0 - w0 * c2, w0 * c1 - w1 * c0      # W^2 u
+        d0, d1, d2 = u0 + a * c0 + b * e0, u1 + a * c1 + b * e1, u2 + a * c2 + b * e2
+        quat_to_rot(Q[i, 3:7], R)
+        for r in range(3):
+            QN[i, r] = Q[i, r] + R[r, 0] * d0 + R[r, 1] * d1 + R[r, 2] * d2
+        sh = 0.5 * _coefficients(0.5 * th)[0]                   # sin(th/2) / th
+        hx, hy, hz, hw = sh * w0, sh * w1, sh * w2, math.cos(0.5 * th)
+        x, y, z, w = Q[i, 3], Q[i, 4], Q[i, 5], Q[i, 6]
+        nx = w * hx + hw * x + y * hz - z * hy                  # q (x) h
+        ny = w * hy + hw * y + z * hx - x * hz
+        nz = w * hz + hw * z + x * hy - y * hx
+        nw = w * hw - x * hx - y * hy - z * hz
+        nrm = math.sqrt(nx * nx + ny * ny + nz * nz + nw * nw)
+        if nx * x + ny * y + nz * z + nw * w < 0.0:            # the point's hemisphere
+            nrm = -nrm
+        QN[i, 3], QN[i, 4], QN[i, 5], QN[i, 6] = nx / nrm, ny / nrm, nz / nrm, nw / nrm
+
+
 def next_state(model: Model, state: State, nu_dot: ArrayLike, dt: float) -> State:
     """The state one step of dt after `state`, by the semi-implicit Euler step that Ad, Bd linearize:
 
@@ -234,22 +275,27 @@ def next_state(model: Model, state: State, nu_dot: ArrayLike, dt: float) -> Stat
 
     The quaternion (x, y, z, w) of the next pose is the one of the two (q and -q give the same
     rotation) in the hemisphere of the state's own: q_next . q >= 0, whatever the sign of the
-    state's w, so that q and q_next can be differenced or interpolated component by component."""
+    state's w, so that q and q_next can be differenced or interpolated component by component.
+    (The compiled step, next_states, is linearize_horizon's too.)"""
     dt = check_dt(dt)
     nu_dot = as_vector("nu_dot", nu_dot, model.nv)
-    v_plus = state.v + dt * nu_dot
+    q, v = step_rows(model, state.q[None], state.v[None], kernel_array(nu_dot)[None], dt)
+    step_error(state.v, nu_dot, dt, q[0], v[0])
+    return State.from_vectors(model, q[0], v[0])
+
+
+def step_rows(model: Model, Q: np.ndarray, V: np.ndarray, NU: np.ndarray, dt: float
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """next_states on C-contiguous float64 rows (N, nq), (N, nv), (N, nv): new (QN, VN)."""
+    QN, VN = np.empty(Q.shape), np.empty(V.shape)
     with np.errstate(all="ignore"):
-        if not model.floating_base:
-            q = state.s + dt * v_plus
-        else:
-            R = state.R
-            dR, dp = se3_exp(dt * v_plus[:6])
-            quat = matrix_to_quat(R @ dR)
-            if quat @ state.quat < 0.0:   # the point's hemisphere: q_next . q >= 0, no sign jump
-                quat = -quat
-            q = np.concatenate([state.p + R @ dp, quat, state.s + dt * v_plus[6:]])
-    for what, x in (("velocity", v_plus), ("configuration", q)):
+        next_states(Q, V, NU, dt, model.floating_base, QN, VN)
+    return QN, VN
+
+
+def step_error(v: np.ndarray, nu_dot: np.ndarray, dt: float, q_next: np.ndarray, v_next: np.ndarray) -> None:
+    """Raise next_state's ValueError when the step overflowed (q_next or v_next not finite)."""
+    for what, x in (("velocity", v_next), ("configuration", q_next)):
         if not np.all(np.isfinite(x)):
             raise ValueError(f"next_state overflowed float64: the {what} one step of {dt:g} s after the state "
-                             f"(|nu| {np.max(np.abs(state.v)):.3g}, |nu_dot| {np.max(np.abs(nu_dot)):.3g})")
-    return State.from_vectors(model, q, v_plus)
+                             f"(|nu| {np.max(np.abs(v)):.3g}, |nu_dot| {np.max(np.abs(nu_dot)):.3g})")

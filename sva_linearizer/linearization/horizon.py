@@ -15,15 +15,16 @@ knot are zeros there. ``Horizon.rows`` says where each constraint's rows are.
 from __future__ import annotations
 
 import itertools
+import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._arrays import real_array
+from .._arrays import kernel_array, real_array
 from ..algorithms.contact_rows import Contact, Loop
-from .discrete import check_dt, next_state
+from .discrete import check_dt, next_state, step_rows
 
 if TYPE_CHECKING:
     from ..model import Model
@@ -69,6 +70,7 @@ def _knot_arrays(model, q, v, tau):
             X = real_array(X, f"linearize_horizon: {name}")
         except (TypeError, ValueError) as e:
             raise ValueError(f"linearize_horizon: {name} must be an (N, {size}) array of numbers ({e})") from None
+        X = kernel_array(X)
         if X.ndim != 2 or X.shape[1] != size:
             raise ValueError(f"linearize_horizon: {name} must be an (N, {size}) array, got shape {X.shape}")
         arrs.append(X)
@@ -119,12 +121,13 @@ def linearize_horizon(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike, 
     active (N, C) of bool: per knot, which contacts act, one column per sl.Contact of ``contacts``
     then one per contact of ``forces``; None: all of them at every knot.
 
+    The knots run in lockstep lanes on the worker threads, as ``linearize_batch``'s states
+    (_lanes_path); where those cannot run (mimic joints, custom joints, anchored contacts, loops
+    with Baumgarte stiffness, input forces that are not finite) each knot is ``linearize`` on
+    the worker threads (_knot_by_knot).
+
     Raises ValueError naming the first bad knot by its index (a bad input, a singular mass matrix
     or contact set, an overflow)."""
-    from ..state import State
-    from .batch import _run_workers, num_threads
-    from .continuous import linearize
-
     Q, V, T = _knot_arrays(model, q, v, tau)
     N = Q.shape[0]
     dt = None if dt is None else check_dt(dt)
@@ -150,37 +153,65 @@ def linearize_horizon(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike, 
         o += c.dim
     nw = o
     nq = model.nq
-    out = Horizon(nu_dot=np.zeros((N, nv)), A=np.zeros((N, nx, nx)), B=np.zeros((N, nx, nw)),
-                  Ad=np.zeros((N, nx, nx)) if dt else None, Bd=np.zeros((N, nx, nw)) if dt else None,
-                  q_next=np.zeros((N, nq)) if dt else None, v_next=np.zeros((N, nv)) if dt else None,
+    wide = np.zeros if nw > nj else np.empty    # B's input-force columns of inactive contacts: zeros
+    out = Horizon(nu_dot=np.empty((N, nv)), A=np.empty((N, nx, nx)), B=wide((N, nx, nw)),
+                  Ad=np.empty((N, nx, nx)) if dt else None, Bd=wide((N, nx, nw)) if dt else None,
+                  q_next=None, v_next=None,
                   forces=np.zeros((N, m)), dforces_dz=np.zeros((N, m, nx)), dforces_dtau=np.zeros((N, m, nj)),
                   active=schedule, rows=tuple(rows), columns=tuple(columns))
+    if dt:
+        out.q_next, out.v_next = np.empty((N, nq)), np.empty((N, nv))
+    if N == 0:
+        return out
+    setup = (model, Q, V, T, dt, rigid, loops, inputs, schedule, rows, columns, out)
+    if not _lanes_path(*setup):
+        _knot_by_knot(*setup)
+    return out
+
+
+def _knot(model, Q, V, T, dt, rigid, loops, inputs, schedule, rows, columns, out, i):
+    """Knot i by ``linearize`` (and ``next_state``) into the Horizon `out`: the reference path, and
+    the message of a knot that failed in the lanes."""
+    from ..state import State
+    from .continuous import linearize
+
+    nj, m, nr = model.nj, out.forces.shape[1], len(rigid)
+    on = schedule[i]
+    act = [c for c, a in zip(rigid, on[:nr]) if a]
+    fin = [(c, F[i]) for (c, F), a in zip(inputs, on[nr:]) if a]
+    st = State.from_vectors(model, Q[i], V[i])
+    lin = linearize(model, st, T[i], contacts=act + loops or None, forces=fin or None, dt=dt)
+    out.nu_dot[i] = lin.nu_dot
+    out.A[i] = lin.A
+    taken = np.concatenate([np.arange(nj)] + [np.arange(s.start, s.stop) for s, a in zip(columns, on[nr:]) if a])
+    out.B[i] = 0.0
+    out.B[i][:, taken] = lin.B
+    if dt:
+        out.Ad[i] = lin.Ad
+        out.Bd[i] = 0.0
+        out.Bd[i][:, taken] = lin.Bd
+        nxt = next_state(model, st, lin.nu_dot, dt)
+        out.q_next[i], out.v_next[i] = nxt.q, nxt.v
+    out.forces[i] = 0.0
+    out.dforces_dz[i] = 0.0
+    out.dforces_dtau[i] = 0.0
+    if lin.forces is not None and m:
+        acting = list(on[:nr]) + [True] * len(loops)
+        held = np.concatenate([np.arange(s.start, s.stop) for s, a in zip(rows, acting) if a]
+                              or [np.zeros(0, dtype=int)])
+        out.forces[i, held] = lin.forces
+        out.dforces_dz[i, held] = lin.dforces_dz
+        out.dforces_dtau[i, held] = lin.dforces_dtau
+
+
+def _knot_by_knot(*setup):
+    """Every knot by _knot, handed out from a shared counter to the worker threads (the compiled
+    calls release the GIL). A bad knot raises, naming the first."""
+    from .batch import _run_workers, num_threads
+
+    N = setup[1].shape[0]
     counter = itertools.count()
     errors = {}
-
-    def knot(i):
-        on = schedule[i]
-        act = [c for c, a in zip(rigid, on[:len(rigid)]) if a]
-        fin = [(c, F[i]) for (c, F), a in zip(inputs, on[len(rigid):]) if a]
-        st = State.from_vectors(model, Q[i], V[i])
-        lin = linearize(model, st, T[i], contacts=act + loops or None, forces=fin or None, dt=dt)
-        out.nu_dot[i] = lin.nu_dot
-        out.A[i] = lin.A
-        taken = np.concatenate([np.arange(nj)] + [np.arange(s.start, s.stop)
-                                                  for s, a in zip(columns, on[len(rigid):]) if a])
-        out.B[i][:, taken] = lin.B
-        if dt:
-            out.Ad[i] = lin.Ad
-            out.Bd[i][:, taken] = lin.Bd
-            nxt = next_state(model, st, lin.nu_dot, dt)
-            out.q_next[i], out.v_next[i] = nxt.q, nxt.v
-        if lin.forces is not None and m:
-            acting = list(on[:len(rigid)]) + [True] * len(loops)
-            held = np.concatenate([np.arange(s.start, s.stop) for s, a in zip(rows, acting) if a]
-                                  or [np.zeros(0, dtype=int)])
-            out.forces[i, held] = lin.forces
-            out.dforces_dz[i, held] = lin.dforces_dz
-            out.dforces_dtau[i, held] = lin.dforces_dtau
 
     def work(_):
         while True:
@@ -188,12 +219,124 @@ def linearize_horizon(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike, 
             if i >= N:
                 return
             try:
-                knot(i)
+                _knot(*setup, i)
             except ValueError as e:
                 errors[i] = e
 
-    _run_workers(work, min(num_threads(), max(N, 1)), ("core", "contacts") if C or loops else ("core",))
+    contacts = setup[5] or setup[6] or setup[7]
+    _run_workers(work, min(num_threads(), max(N, 1)), ("core", "contacts") if contacts else ("core",))
     if errors:
         i = min(errors)
         raise ValueError(f"linearize_horizon: knot {i}: {errors[i]}")
-    return out
+
+
+def _lanes_path(model, Q, V, T, dt, rigid, loops, inputs, schedule, rows, columns, out) -> bool:
+    """The knots in lockstep lanes (batch.FreeLanes, with_contacts.ContactLanes), grouped by
+    contact set: the knots with the same active rigid contacts share one contact plan (the loops
+    and every input-force contact in it, an inactive input force held at zero and its columns of B,
+    Bd zeroed after); knots without any constraint take the free pipeline. Each lane's A, B (Ad,
+    Bd), nu_dot, forces and their derivatives go straight to the knot's place in `out`; then the
+    next states of all knots in one compiled call (discrete.next_states). Returns False, with
+    nothing done, where the lanes cannot run; raises naming the first bad knot."""
+    from .._jit import compiled, decide_groups
+    from .._lanes import LaneExtras, chunk_size, lane_width
+    from ..coupling import is_coupled
+    from ..data import get_data
+    from ..algorithms.constrained_dynamics import contact_plan
+    from .batch import THREAD_WORK, FreeLanes, _run_workers, num_threads
+    from .with_contacts import ContactLanes, lanes_can_run, stacked_forces
+
+    N, nv, nr = Q.shape[0], model.nv, len(rigid)
+    if is_coupled(model) or not lanes_can_run(rigid + loops, inputs):
+        return False
+    d = get_data(model)
+    if d.custom:
+        return False
+    on_r, on_f = schedule[:, :nr], schedule[:, nr:]
+    constrained = np.ones(N, dtype=bool) if loops or inputs else on_r.any(axis=1)
+    sets, which = np.unique(on_r, axis=0, return_inverse=True)        # the distinct active sets
+    which = np.where(constrained, which.reshape(-1), -1)               # -1: free flight
+    order = np.argsort(which, kind="stable").astype(np.int64)          # the knots, set by set
+    bounds = np.flatnonzero(np.diff(which[order])) + 1
+    starts, ends = np.r_[0, bounds], np.r_[bounds, N]
+    kinds = which[order[starts]]
+    free, constrained_sets = bool((kinds < 0).any()), bool((kinds >= 0).any())
+    decide = (("batch",) if free else ()) + (("contacts_batch",) if constrained_sets else ())
+    decide_groups(*decide)
+    width_f = lane_width() if free and compiled("batch") else 1
+    width_c = lane_width() if constrained_sets and compiled("contacts_batch") else 1
+    groups = sum(-(-(e - s) // (width_c if k >= 0 else width_f)) for s, e, k in zip(starts, ends, kinds))
+    nthreads = min(num_threads(), groups)
+    if not constrained_sets and not os.environ.get("SVA_LINEARIZER_NUM_THREADS", "").strip():
+        nthreads = min(nthreads, max(1, N * nv * nv // THREAD_WORK))    # as linearize_batch
+    fdt = dt or 0.0
+    OA, OB = (out.Ad, out.Bd) if dt else (out.A, out.B)
+    nuo = (d.nu_dot.ctypes.data - d.fb.ctypes.data) // 8
+    ONU = out.nu_dot.reshape((N, 1, nv))
+    continuous = (out.A, out.B) if dt else (np.empty((0, 0, 0)),) * 2
+    status = np.zeros(N, dtype=np.int64)                               # per position in `order`
+    keys = [(c, np.zeros(c.dim)) for c, _ in inputs]
+    FV = None
+    if constrained_sets:
+        FV = stacked_forces(inputs, N)
+        for (c, _), col, on in zip(inputs, columns, on_f.T):
+            FV[~on, col.start - model.nj:col.stop - model.nj] = 0.0    # an inactive input force: zero
+    chunks, first_bad = [], []
+    for s, e, k in zip(starts, ends, kinds):
+        if k < 0:
+            run = FreeLanes(d, width_f, fdt, Q, V, T, order, OA, OB, LaneExtras(*continuous, ONU, nuo), status,
+                            nthreads)
+            width = width_f
+        else:
+            act = [c for c, a in zip(rigid, sets[k]) if a] + loops
+            held = [r for r, a in zip(rows, list(sets[k]) + [True] * len(loops)) if a]
+            frows = np.concatenate([np.arange(r.start, r.stop) for r in held] or [np.zeros(0)]).astype(np.int64)
+            try:
+                contact_plan(model, d, act, keys)                     # checks the contacts, names errors
+            except ValueError as err:
+                first_bad.append((int(order[s]), err))
+                continue
+            extra = LaneExtras(*continuous, ONU, nuo, out.forces.reshape((N, out.forces.shape[1], 1)), out.dforces_dz,
+                               out.dforces_dtau, frows)
+            run = ContactLanes(model, act, keys, width_c, fdt, Q, V, T, FV, order, OA, OB, extra, status)
+            width = width_c
+        step = chunk_size(e - s, width, nthreads)
+        chunks += [(run, k < 0, lo, min(e, lo + step)) for lo in range(s, e, step)]
+    if first_bad:
+        i, err = min(first_bad, key=lambda x: x[0])
+        raise ValueError(f"linearize_horizon: knot {i}: {err}")
+    counter = itertools.count()
+
+    def work(t):
+        dd = get_data(model)                    # this thread's own Data (its contact plans)
+        busy, dd._busy = dd._busy, True
+        try:
+            while True:
+                j = next(counter)
+                if j >= len(chunks):
+                    return
+                run, is_free, lo, hi = chunks[j]
+                run(t if is_free else dd, lo, hi)
+        finally:
+            dd._busy = busy
+
+    _run_workers(work, nthreads, decide)
+    bad = set(order[np.flatnonzero(status)].tolist())
+    if dt:
+        out.q_next, out.v_next = step_rows(model, Q, V, out.nu_dot, dt)
+        bad |= set(np.flatnonzero(~(np.isfinite(out.q_next).all(axis=1) & np.isfinite(out.v_next).all(axis=1))
+                                  ).tolist())
+    if inputs:                                  # the input-force columns of inactive contacts: zeros
+        for col, on in zip(columns, on_f.T):
+            out.B[~on, :, col] = 0.0
+            if dt:
+                out.Bd[~on, :, col] = 0.0
+    if bad:
+        i = min(bad)
+        try:
+            _knot(model, Q, V, T, dt, rigid, loops, inputs, schedule, rows, columns, out, i)
+        except ValueError as e:
+            raise ValueError(f"linearize_horizon: knot {i}: {e}") from None
+        raise ValueError(f"linearize_horizon: knot {i}: the linearization failed (status "
+                         f"{int(status[np.flatnonzero(order == i)[0]])})")
+    return True

@@ -13,8 +13,8 @@ import numpy as np
 
 from .._jit import compiled, decide_groups, njit
 from .._intrinsics import borrow
-from .._lanes import (aligned_empty, as_lanes, chunk_size, copy_out, interleave, lane_width, matmul,
-                      redo_failed_groups)
+from .._lanes import (LaneExtras, aligned_empty, as_lanes, chunk_size, copy_out, copy_rows, interleave,
+                      lane_width, matmul, redo_failed_groups)
 
 COMPILE_GROUP = "contacts"  # the compile group of this module's kernels (_jit)
 from ..algorithms.common import not_finite
@@ -188,66 +188,90 @@ def run_contacts(model: Model, state: State, tau: np.ndarray, contacts, forces, 
     return run_plan(model, state, tau, contacts, forces, data, entry, collect)
 
 
-def contacts_one_by_one(d, plan, Q, V, TAU, FV, OA, OB, status, dt, lo, hi):
-    """contacts_entry, the compiled one-state contact pipeline, called from Python for rows lo..hi-1
-    of Q, V, TAU (input forces FV[i]) on a thread's own Data and contact plan: A, B (with dt > 0:
-    Ad, Bd) into OA[i], OB[i], the status into status[i]. The batch while contacts_lanes is not
+def contacts_one_by_one(d, plan, Q, V, TAU, FV, idx, OA, OB, status, dt, lo, hi, extra=None):
+    """contacts_entry, the compiled one-state contact pipeline, called from Python for positions
+    lo..hi-1 (the states i = idx[p] of Q, V, TAU, input forces FV[i]) on a thread's own Data and
+    contact plan: A, B (with dt > 0: Ad, Bd) into OA[i], OB[i], the status into status[p]; extra
+    (_lanes.LaneExtras): more of each state's results. The batch while contacts_lanes is not
     compiled, and a lockstep group that failed (_lanes.redo_failed_groups)."""
-    for i in range(lo, hi):
+    for p in range(lo, hi):
+        i = idx[p]
         if plan.mf:
             plan.fvec[:] = FV[i]
         if dt > 0.0:
-            status[i] = contacts_entry(d.ib, d.fb, Q[i], V[i], TAU[i], plan.pi, plan.pf, dt, OA[i], OB[i])
+            status[p] = contacts_entry(d.ib, d.fb, Q[i], V[i], TAU[i], plan.pi, plan.pf, dt, OA[i], OB[i])
         else:
-            status[i] = contacts_entry(d.ib, d.fb, Q[i], V[i], TAU[i], plan.pi, plan.pf, 0.0, _NO_ARRAY,
+            status[p] = contacts_entry(d.ib, d.fb, Q[i], V[i], TAU[i], plan.pi, plan.pf, 0.0, _NO_ARRAY,
                                        _NO_ARRAY)
-            if status[i] == 0:
+            if status[p] == 0:
                 OA[i] = plan.A
                 OB[i] = plan.B
+        if extra is not None and status[p] == 0:
+            extra.one(i, d.fb, plan.A, plan.B, dt, plan)
 
 
 @njit(group="contacts_batch")
-def contacts_lanes(ib, fbl, tag, pi, pfl, Q, V, TAU, FV, OA, OB, status, dt, lo, hi, QL, VL, TL, FL, ADL, BDL):
-    """contacts_pipeline for rows lo..hi-1 in lockstep groups of L = len(tag) (_lanes.py; as
-    batch.batch_lanes): each group's q, v, tau and input forces interleaved into QL, VL, TL, FL
-    (..., L), the pipeline on the lane workspace fbl and the lane plan pfl (the Data's and the
-    plan's floats in every lane), each lane's A, B (with dt > 0: Ad, Bd, in ADL, BDL) copied out
-    to OA[i], OB[i]. Returns the number of groups that failed (a bad state, dependent rows in
-    some lanes only, an overflow): their states' status is LANES_FAILED, and batch_contacts
-    computes them one by one (contacts_one_by_one)."""
-    Q, V, TAU, FV, OA, OB, status = (borrow(Q), borrow(V), borrow(TAU), borrow(FV), borrow(OA),
-                                     borrow(OB), borrow(status))
+def contacts_lanes(ib, fbl, tag, pi, pfl, Q, V, TAU, FV, idx, OA, OB, OAc, OBc, ONU, nuo, OLAM, ODZ, ODTAU, rows,
+                   status, dt, lo, hi, QL, VL, TL, FL, ADL, BDL):
+    """contacts_pipeline for positions lo..hi-1 (the states i = idx[p] of Q, V, TAU, FV and of the
+    outputs) in lockstep groups of L = len(tag) (_lanes.py; as batch.batch_lanes): each group's q,
+    v, tau and input forces interleaved into QL, VL, TL, FL (..., L), the pipeline on the lane
+    workspace fbl and the lane plan pfl (the Data's and the plan's floats in every lane), each
+    lane's A, B (with dt > 0: Ad, Bd, in ADL, BDL) copied out to OA[i], OB[i]. Where asked for
+    (not empty: _lanes.LaneExtras): with dt the continuous A, B to OAc[i], OBc[i], nu_dot to
+    ONU[i, 0] (nuo: its offset in fbl), the forces and their derivatives to OLAM[i, rows, 0],
+    ODZ[i, rows], ODTAU[i, rows]. Returns the number of groups that failed (a bad state,
+    dependent rows in some lanes only, an overflow): their positions' status is LANES_FAILED,
+    and ContactLanes computes them one by one (contacts_one_by_one)."""
+    Q, V, TAU, FV, idx, OA, OB, status = (borrow(Q), borrow(V), borrow(TAU), borrow(FV), borrow(idx), borrow(OA),
+                                          borrow(OB), borrow(status))
+    OAc, OBc, ONU, OLAM, ODZ, ODTAU = borrow(OAc), borrow(OBc), borrow(ONU), borrow(OLAM), borrow(ODZ), borrow(ODTAU)
     width = len(tag)
     ml, dl, _ = views(ib, as_lanes(fbl, tag))
     fset, _, cset, ws, out = plan_views(ml.nv, ml.n, pi, as_lanes(pfl, tag))
     q, v, tau, fv = as_lanes(QL, tag), as_lanes(VL, tag), as_lanes(TL, tag), as_lanes(FL, tag)
     Ad, Bd = as_lanes(ADL, tag), as_lanes(BDL, tag)
     nx, nb = 2 * ml.nv, out.B.shape[1]
+    mc, nj = out.dz.shape[0], out.dtau.shape[1]
     AL = pfl[pi[13]:pi[13] + nx * nx].reshape((nx, nx, width))     # out.A, out.B as floats
     BL = pfl[pi[14]:pi[14] + nx * nb].reshape((nx, nb, width))
+    LL = pfl[pi[15]:pi[15] + mc].reshape((mc, 1, width))           # lam, dz, dtau as floats
+    DZL = pfl[pi[16]:pi[16] + mc * nx].reshape((mc, nx, width))
+    DTL = pfl[pi[17]:pi[17] + mc * nj].reshape((mc, nj, width))
+    NUL = fbl[nuo:nuo + ml.nv].reshape((1, ml.nv, width))          # nu_dot, as floats and as Lanes
+    nu = as_lanes(NUL, tag)
     failed = 0
     for g in range(lo, hi, width):
         gh = min(hi, g + width)
-        interleave(Q, QL, g, gh)
-        interleave(V, VL, g, gh)
-        interleave(TAU, TL, g, gh)
-        interleave(FV, FL, g, gh)
+        interleave(Q, QL, idx, g, gh)
+        interleave(V, VL, idx, g, gh)
+        interleave(TAU, TL, idx, g, gh)
+        interleave(FV, FL, idx, g, gh)
         st = contacts_pipeline(ml, dl, q, v, tau, fset, fv, cset, ws, out)
         if st == 0 and dt > 0.0:
             st = discrete_at(ml, dl, v, out.A, out.B, dt, Ad, Bd)
         if st != 0:
-            for i in range(g, gh):
-                status[i] = LANES_FAILED
+            for p in range(g, gh):
+                status[p] = LANES_FAILED
             failed += 1
             continue
         for lane in range(gh - g):
             status[g + lane] = 0
         if dt > 0.0:
-            copy_out(ADL, Ad, OA, g, gh)
-            copy_out(BDL, Bd, OB, g, gh)
+            copy_out(ADL, Ad, OA, idx, g, gh)
+            copy_out(BDL, Bd, OB, idx, g, gh)
+            if OAc.shape[0] > 0:
+                copy_out(AL, out.A, OAc, idx, g, gh)
+                copy_out(BL, out.B, OBc, idx, g, gh)
         else:
-            copy_out(AL, out.A, OA, g, gh)
-            copy_out(BL, out.B, OB, g, gh)
+            copy_out(AL, out.A, OA, idx, g, gh)
+            copy_out(BL, out.B, OB, idx, g, gh)
+        if ONU.shape[0] > 0:
+            copy_out(NUL, nu, ONU, idx, g, gh)
+        if OLAM.shape[0] > 0:
+            copy_rows(LL, OLAM, idx, rows, g, gh)
+            copy_rows(DZL, ODZ, idx, rows, g, gh)
+            copy_rows(DTL, ODTAU, idx, rows, g, gh)
     return failed
 
 
@@ -282,34 +306,80 @@ def _contact_lanes(d, plan, width, with_dt):
     return ws
 
 
+def lanes_can_run(contacts, per_state) -> bool:
+    """Whether the compiled contact path can take these contacts and input forces [(Contact, F)]:
+    not with anchored contacts or loops with Baumgarte stiffness (their errors are set per state
+    in Python), nor with input forces that are not finite or of the wrong shape (the per-state
+    path names them). Custom joints are the Data's (d.custom)."""
+    if any(isinstance(c, Contact) and c.anchor is not None or isinstance(c, Loop) and c.baumgarte[0] != 0.0
+           for c in contacts):                              # errors set per state (anchor_errors)
+        return False
+    for c, F in per_state:
+        if (not isinstance(c, Contact) or F.ndim not in (1, 2) or F.shape[-1] != c.dim
+                or not np.isfinite(F).all()):
+            return False
+    return True
+
+
+def stacked_forces(per_state, N):
+    """The input forces [(Contact, F (dim,) or (N, dim))] as one (N, mf) array, in order."""
+    FV = np.empty((N, sum(c.dim for c, _ in per_state)))
+    o = 0
+    for c, F in per_state:
+        FV[:, o:o + c.dim] = F
+        o += c.dim
+    return FV
+
+
+class ContactLanes:
+    """contacts_pipeline with these contacts and input-force contacts (keys: [(Contact, zeros)], the
+    plan's keys; the values FV (N, mf)) for the positions p of idx (the states idx[p] of Q, V, T,
+    FV and of the outputs OA, OB and `extra`, a _lanes.LaneExtras) at lane width L (1: one state
+    at a time, while contacts_lanes is not compiled): run(d, lo, hi) computes positions lo..hi-1 on
+    a worker thread's own Data d (get_data) and its plan, status[p] set; a failed lockstep group
+    again state by state."""
+
+    def __init__(self, model, contacts, keys, width, dt, Q, V, T, FV, idx, OA, OB, extra, status):
+        self.model, self.contacts, self.keys, self.width, self.dt = model, contacts, keys, width, dt
+        self.Q, self.V, self.T, self.FV, self.idx, self.OA, self.OB = Q, V, T, FV, idx, OA, OB
+        self.extra, self.status = extra, status
+        self.tag = (0.0,) * width
+
+    def __call__(self, d, lo, hi):
+        plan, _ = contact_plan(self.model, d, self.contacts, self.keys)
+        e, dt = self.extra, self.dt
+
+        def one_by_one(a, b):
+            contacts_one_by_one(d, plan, self.Q, self.V, self.T, self.FV, self.idx, self.OA, self.OB, self.status,
+                                dt, a, b, e)
+
+        if self.width == 1:
+            one_by_one(lo, hi)
+            return
+        lanes = _contact_lanes(d, plan, self.width, dt > 0.0)
+        if contacts_lanes(d.ib, lanes.fbl, self.tag, plan.pi, lanes.pfl, self.Q, self.V, self.T, self.FV, self.idx,
+                          self.OA, self.OB, e.OAc, e.OBc, e.ONU, e.nuo, e.OLAM, e.ODZ, e.ODTAU, e.rows,
+                          self.status, dt, lo, hi, *lanes.arrays):
+            redo_failed_groups(self.status, lo, hi, self.width, one_by_one)
+
+
 def batch_contacts(model: Model, Q, V, T, OA, OB, contacts, per_state, nthreads, run_workers, dt=0.0):
     """linearize_batch's contact path in compiled chunks: each worker thread takes chunks of states
     from a shared counter and runs them on its own thread-local Data and contact plan (the GIL
     released): contacts_lanes in lockstep groups of L, or while the contacts_batch group is not
-    compiled, contacts_one_by_one state by state. A, B into OA, OB; with dt > 0, Ad, Bd.
-    per_state: [(Contact, F)] with F (dim,) or (N, dim). Returns False (nothing
-    done) where the per-state path must run: custom joints (Python jcalc), anchored contacts
-    (their errors are set per state in Python), or forces that are not finite / of the wrong
-    shape (that path names them); raises the first bad state's error."""
+    compiled, contacts_one_by_one state by state (ContactLanes). A, B into OA, OB; with dt > 0,
+    Ad, Bd. per_state: [(Contact, F)] with F (dim,) or (N, dim). Returns False (nothing done)
+    where the per-state path must run: custom joints (Python jcalc), anchored contacts (their
+    errors are set per state in Python), or forces that are not finite / of the wrong shape
+    (that path names them: lanes_can_run); raises the first bad state's error."""
     import itertools
 
     from ..state import State
 
     N = Q.shape[0]
-    if any(isinstance(c, Contact) and c.anchor is not None or isinstance(c, Loop) and c.baumgarte[0] != 0.0
-           for c in contacts):                              # errors set per state (anchor_errors)
+    if not lanes_can_run(contacts, per_state):
         return False
-    mf = 0
-    for c, F in per_state:
-        if (not isinstance(c, Contact) or F.ndim not in (1, 2) or F.shape[-1] != c.dim
-                or not np.isfinite(F).all()):
-            return False
-        mf += c.dim
-    FV = np.empty((N, mf))
-    o = 0
-    for c, F in per_state:
-        FV[:, o:o + c.dim] = F
-        o += c.dim
+    FV = stacked_forces(per_state, N)
     keys = [(c, np.zeros(c.dim)) for c, _ in per_state]     # the plans' keys (values: FV)
     d0 = get_data(model)
     if d0.custom:
@@ -320,28 +390,18 @@ def batch_contacts(model: Model, Q, V, T, OA, OB, contacts, per_state, nthreads,
     decide_groups("contacts_batch")
     width = lane_width() if compiled("contacts_batch") else 1
     chunk = chunk_size(N, width, nthreads)
-    tag = (0.0,) * width
+    run = ContactLanes(model, contacts, keys, width, dt, Q, V, T, FV, np.arange(N, dtype=np.int64), OA, OB,
+                       LaneExtras.none(), status)
 
     def work(_):
         d = get_data(model)                 # this thread's own Data, and its plan
-        plan, _ = contact_plan(model, d, contacts, keys)
-        lanes = _contact_lanes(d, plan, width, dt > 0.0) if width > 1 else None
-
-        def one_by_one(a, b):
-            contacts_one_by_one(d, plan, Q, V, T, FV, OA, OB, status, dt, a, b)
-
         busy, d._busy = d._busy, True
         try:
             while True:
                 lo = next(counter) * chunk
                 if lo >= N:
                     return
-                hi = min(N, lo + chunk)
-                if lanes is None:
-                    one_by_one(lo, hi)
-                elif contacts_lanes(d.ib, lanes.fbl, tag, plan.pi, lanes.pfl, Q, V, T, FV, OA, OB, status, dt,
-                                    lo, hi, *lanes.arrays):
-                    redo_failed_groups(status, lo, hi, width, one_by_one)
+                run(d, lo, min(N, lo + chunk))
         finally:
             d._busy = busy
 
