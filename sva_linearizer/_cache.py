@@ -39,8 +39,10 @@ LOCK_NAME = "sva_linearizer.compile.lock"
 # the package's folders of kernels (tools/ measures them from outside and holds none)
 KERNEL_FOLDERS = ("", "algorithms", "linearization")
 # modules of the kernel folders that no kernel reads (drivers of the library, run in Python only,
-# and every folder's __init__.py): editing them leaves the compiled cache valid
-PYTHON_ONLY = frozenset({"_cache.py", "_child.py", "cli.py", "labels.py", "robots.py", "urdf.py"})
+# and every folder's __init__.py), by their path in the package: editing them leaves the compiled
+# cache valid
+PYTHON_ONLY = frozenset({"_cache.py", "_child.py", "cli.py", "labels.py", "robots.py", "urdf.py",
+                         "linearization/horizon.py"})
 
 
 def _sources():
@@ -55,7 +57,7 @@ def _sources():
         try:
             seen += sorted(os.path.join(folder, f) for f in os.listdir(folder)
                            if f.endswith(".py") and f != "__init__.py"
-                           and not (sub == "" and f in PYTHON_ONLY))
+                           and (f"{sub}/{f}" if sub else f) not in PYTHON_ONLY)
         except OSError:  # pragma: no cover - a zipped or stripped install
             pass
     for d in DISPATCHERS:

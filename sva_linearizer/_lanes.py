@@ -31,6 +31,8 @@ its own status).
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ._jit import HAVE_NUMBA, njit
 
 
@@ -514,30 +516,23 @@ def redo_failed_groups(status, lo: int, hi: int, width: int, one_by_one) -> None
 
 class LaneExtras:
     """What a lane kernel writes beside A, B (Ad, Bd with dt) of each state i: with dt the
-    continuous A, B into OAc[i], OBc[i], and nu_dot into ONU[i, 0] (each (0, ...) when not asked
-    for: linearize_batch); with contacts the forces and their derivatives into OLAM[i, rows, 0],
-    ODZ[i, rows], ODTAU[i, rows] (rows: the set's rows in the fixed layout of a horizon).
-    nuo: nu_dot's offset in a workspace's float buffer."""
+    continuous A, B into OAc[i], OBc[i], and nu_dot into ONU[i, 0] (each NONE, (0, 0, 0), when not
+    asked for: linearize_batch); with contacts the forces and their derivatives into
+    OLAM[i, rows, 0], ODZ[i, rows], ODTAU[i, rows] (rows: the set's rows in the fixed layout of a
+    horizon). nuo: nu_dot's offset in a workspace's float buffer."""
 
     __slots__ = ("OAc", "OBc", "ONU", "nuo", "OLAM", "ODZ", "ODTAU", "rows")
+    NONE = np.empty((0, 0, 0))          # an output not asked for (nothing is ever written to it)
+    NO_ROWS = np.zeros(0, dtype=np.int64)
 
-    def __init__(self, OAc, OBc, ONU, nuo, OLAM=None, ODZ=None, ODTAU=None, rows=None):
-        import numpy as np
-
-        none = np.empty((0, 0, 0))
+    def __init__(self, OAc, OBc, ONU, nuo, OLAM=NONE, ODZ=NONE, ODTAU=NONE, rows=NO_ROWS):
         self.OAc, self.OBc, self.ONU, self.nuo = OAc, OBc, ONU, nuo
-        self.OLAM = none if OLAM is None else OLAM
-        self.ODZ = none if ODZ is None else ODZ
-        self.ODTAU = none if ODTAU is None else ODTAU
-        self.rows = np.zeros(0, dtype=np.int64) if rows is None else rows
+        self.OLAM, self.ODZ, self.ODTAU, self.rows = OLAM, ODZ, ODTAU, rows
 
     @classmethod
-    def none(cls, nuo=0):
+    def none(cls):
         """Nothing beside A, B (linearize_batch)."""
-        import numpy as np
-
-        none = np.empty((0, 0, 0))
-        return cls(none, none, none, nuo)
+        return cls(cls.NONE, cls.NONE, cls.NONE, 0)
 
     def one(self, i, fb, A, B, dt, plan=None):
         """State i's extras from a one-state call: nu_dot from its workspace fb, with dt the A, B

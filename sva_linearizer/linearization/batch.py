@@ -284,6 +284,14 @@ def linearize_batch(model: Model, q_batch: ArrayLike, v_batch: ArrayLike, tau_ba
     return OA, OB
 
 
+def nu_offset(d) -> int:
+    """The offset of nu_dot in the Data's float buffer (and in a lane workspace's rows)."""
+    o = d.__dict__.get("_nu_offset")
+    if o is None:
+        o = d.__dict__["_nu_offset"] = (d.nu_dot.ctypes.data - d.fb.ctypes.data) // 8
+    return o
+
+
 class FreeLanes:
     """linearize_state for the positions p of idx (the states idx[p] of Q, V, T and of the outputs
     OA, OB and `extra`, a LaneExtras) at lane width L (1: one state at a time, while batch_lanes is
@@ -295,7 +303,6 @@ class FreeLanes:
         self.d, self.width, self.dt = d, width, dt
         self.Q, self.V, self.T, self.idx, self.OA, self.OB, self.extra = Q, V, T, idx, OA, OB, extra
         self.status = status
-        self.nuo = (d.nu_dot.ctypes.data - d.fb.ctypes.data) // 8     # nu_dot in a workspace's floats
         if width > 1:
             self.ws = [_lane_workspace(d, t, width, dt > 0.0) for t in range(nthreads)]
             self.tag = (0.0,) * width
@@ -310,7 +317,7 @@ class FreeLanes:
     def _args(self, w, lo, hi):
         e = self.extra
         return ((self.d.ib, w.fb, self.tag, self.Q, self.V, self.T, self.idx, self.OA, self.OB, e.OAc, e.OBc,
-                 e.ONU, self.nuo, self.status, self.dt, lo, hi) + w.arrays)
+                 e.ONU, e.nuo, self.status, self.dt, lo, hi) + w.arrays)
 
     def __call__(self, t, lo, hi):
         if self.width == 1:

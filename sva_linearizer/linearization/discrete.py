@@ -279,17 +279,19 @@ def next_state(model: Model, state: State, nu_dot: ArrayLike, dt: float) -> Stat
     (The compiled step, next_states, is linearize_horizon's too.)"""
     dt = check_dt(dt)
     nu_dot = as_vector("nu_dot", nu_dot, model.nv)
-    q, v = step_rows(model, state.q[None], state.v[None], kernel_array(nu_dot)[None], dt)
+    with np.errstate(all="ignore"):
+        q, v = step_rows(model, state.q[None], state.v[None], kernel_array(nu_dot)[None], dt)
     step_error(state.v, nu_dot, dt, q[0], v[0])
     return State.from_vectors(model, q[0], v[0])
 
 
-def step_rows(model: Model, Q: np.ndarray, V: np.ndarray, NU: np.ndarray, dt: float
-              ) -> tuple[np.ndarray, np.ndarray]:
-    """next_states on C-contiguous float64 rows (N, nq), (N, nv), (N, nv): new (QN, VN)."""
-    QN, VN = np.empty(Q.shape), np.empty(V.shape)
-    with np.errstate(all="ignore"):
-        next_states(Q, V, NU, dt, model.floating_base, QN, VN)
+def step_rows(model: Model, Q: np.ndarray, V: np.ndarray, NU: np.ndarray, dt: float,
+              QN: np.ndarray | None = None, VN: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """next_states on C-contiguous float64 rows (N, nq), (N, nv), (N, nv) into QN, VN (new arrays
+    when None); returns (QN, VN)."""
+    if QN is None:
+        QN, VN = np.empty(Q.shape), np.empty(V.shape)
+    next_states(Q, V, NU, dt, model.floating_base, QN, VN)
     return QN, VN
 
 

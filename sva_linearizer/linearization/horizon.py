@@ -240,46 +240,56 @@ def _lanes_path(model, Q, V, T, dt, rigid, loops, inputs, schedule, rows, column
     nothing done, where the lanes cannot run; raises naming the first bad knot."""
     from .._jit import compiled, decide_groups
     from .._lanes import LaneExtras, chunk_size, lane_width
+    from ..algorithms.common import all_finite
     from ..coupling import is_coupled
     from ..data import get_data
     from ..algorithms.constrained_dynamics import contact_plan
-    from .batch import THREAD_WORK, FreeLanes, _run_workers, num_threads
+    from .batch import THREAD_WORK, FreeLanes, _run_workers, nu_offset, num_threads
     from .with_contacts import ContactLanes, lanes_can_run, stacked_forces
 
     N, nv, nr = Q.shape[0], model.nv, len(rigid)
-    if is_coupled(model) or not lanes_can_run(rigid + loops, inputs):
+    if is_coupled(model) or (rigid or loops or inputs) and not lanes_can_run(rigid + loops, inputs):
         return False
     d = get_data(model)
     if d.custom:
         return False
-    on_r, on_f = schedule[:, :nr], schedule[:, nr:]
-    constrained = np.ones(N, dtype=bool) if loops or inputs else on_r.any(axis=1)
-    sets, which = np.unique(on_r, axis=0, return_inverse=True)        # the distinct active sets
-    which = np.where(constrained, which.reshape(-1), -1)               # -1: free flight
-    order = np.argsort(which, kind="stable").astype(np.int64)          # the knots, set by set
-    bounds = np.flatnonzero(np.diff(which[order])) + 1
-    starts, ends = np.r_[0, bounds], np.r_[bounds, N]
-    kinds = which[order[starts]]
-    free, constrained_sets = bool((kinds < 0).any()), bool((kinds >= 0).any())
-    decide = (("batch",) if free else ()) + (("contacts_batch",) if constrained_sets else ())
+    on_r = schedule[:, :nr]
+    if not (rigid or loops or inputs):                                 # free flight throughout
+        order, starts, ends, kinds, sets = np.arange(N, dtype=np.int64), [0], [N], [-1], None
+    else:                                                              # the knots, set by set
+        if nr <= 62:
+            code = on_r.astype(np.int64) @ (np.int64(1) << np.arange(nr, dtype=np.int64))
+        else:
+            code = np.unique(on_r, axis=0, return_inverse=True)[1].reshape(-1)
+        if not (loops or inputs):
+            code[~on_r.any(axis=1)] = -1                               # -1: free flight
+        order = np.argsort(code, kind="stable").astype(np.int64)
+        sorted_code = code[order]
+        bounds = (np.flatnonzero(sorted_code[1:] != sorted_code[:-1]) + 1).tolist()
+        starts, ends = [0] + bounds, bounds + [N]
+        first = [int(order[s]) for s in starts]
+        kinds = [int(sorted_code[s]) for s in starts]
+        sets = {k: on_r[i] for k, i in zip(kinds, first)}
+    free, constrained = kinds[0] < 0, kinds[-1] >= 0
+    decide = (("batch",) if free else ()) + (("contacts_batch",) if constrained else ())
     decide_groups(*decide)
     width_f = lane_width() if free and compiled("batch") else 1
-    width_c = lane_width() if constrained_sets and compiled("contacts_batch") else 1
+    width_c = lane_width() if constrained and compiled("contacts_batch") else 1
     groups = sum(-(-(e - s) // (width_c if k >= 0 else width_f)) for s, e, k in zip(starts, ends, kinds))
     nthreads = min(num_threads(), groups)
-    if not constrained_sets and not os.environ.get("SVA_LINEARIZER_NUM_THREADS", "").strip():
+    if not constrained and not os.environ.get("SVA_LINEARIZER_NUM_THREADS", "").strip():
         nthreads = min(nthreads, max(1, N * nv * nv // THREAD_WORK))    # as linearize_batch
     fdt = dt or 0.0
     OA, OB = (out.Ad, out.Bd) if dt else (out.A, out.B)
-    nuo = (d.nu_dot.ctypes.data - d.fb.ctypes.data) // 8
+    nuo = nu_offset(d)
     ONU = out.nu_dot.reshape((N, 1, nv))
-    continuous = (out.A, out.B) if dt else (np.empty((0, 0, 0)),) * 2
+    continuous = (out.A, out.B) if dt else (LaneExtras.NONE, LaneExtras.NONE)
     status = np.zeros(N, dtype=np.int64)                               # per position in `order`
     keys = [(c, np.zeros(c.dim)) for c, _ in inputs]
     FV = None
-    if constrained_sets:
+    if constrained:
         FV = stacked_forces(inputs, N)
-        for (c, _), col, on in zip(inputs, columns, on_f.T):
+        for (c, _), col, on in zip(inputs, columns, schedule[:, nr:].T):
             FV[~on, col.start - model.nj:col.stop - model.nj] = 0.0    # an inactive input force: zero
     chunks, first_bad = [], []
     for s, e, k in zip(starts, ends, kinds):
@@ -288,16 +298,17 @@ def _lanes_path(model, Q, V, T, dt, rigid, loops, inputs, schedule, rows, column
                             nthreads)
             width = width_f
         else:
-            act = [c for c, a in zip(rigid, sets[k]) if a] + loops
-            held = [r for r, a in zip(rows, list(sets[k]) + [True] * len(loops)) if a]
-            frows = np.concatenate([np.arange(r.start, r.stop) for r in held] or [np.zeros(0)]).astype(np.int64)
+            on = sets[k]
+            act = [c for c, a in zip(rigid, on) if a] + loops
+            held = [r for r, a in zip(rows, list(on) + [True] * len(loops)) if a]
+            frows = np.array([j for r in held for j in range(r.start, r.stop)], dtype=np.int64)
             try:
                 contact_plan(model, d, act, keys)                     # checks the contacts, names errors
             except ValueError as err:
                 first_bad.append((int(order[s]), err))
                 continue
-            extra = LaneExtras(*continuous, ONU, nuo, out.forces.reshape((N, out.forces.shape[1], 1)), out.dforces_dz,
-                               out.dforces_dtau, frows)
+            extra = LaneExtras(*continuous, ONU, nuo, out.forces.reshape((N, out.forces.shape[1], 1)),
+                               out.dforces_dz, out.dforces_dtau, frows)
             run = ContactLanes(model, act, keys, width_c, fdt, Q, V, T, FV, order, OA, OB, extra, status)
             width = width_c
         step = chunk_size(e - s, width, nthreads)
@@ -321,22 +332,25 @@ def _lanes_path(model, Q, V, T, dt, rigid, loops, inputs, schedule, rows, column
             dd._busy = busy
 
     _run_workers(work, nthreads, decide)
-    bad = set(order[np.flatnonzero(status)].tolist())
-    if dt:
-        out.q_next, out.v_next = step_rows(model, Q, V, out.nu_dot, dt)
-        bad |= set(np.flatnonzero(~(np.isfinite(out.q_next).all(axis=1) & np.isfinite(out.v_next).all(axis=1))
-                                  ).tolist())
+    bad = sorted(order[np.flatnonzero(status)].tolist()) if status.any() else []
+    if dt and not bad:
+        try:
+            step_rows(model, Q, V, out.nu_dot, dt, out.q_next, out.v_next)
+            if not (all_finite(out.q_next) and all_finite(out.v_next)):
+                bad = np.flatnonzero(~(np.isfinite(out.q_next).all(axis=1) & np.isfinite(out.v_next).all(axis=1))
+                                     ).tolist()
+        except (ValueError, ArithmeticError):   # (the step's plain form on an overflowed state)
+            bad = list(range(N))
     if inputs:                                  # the input-force columns of inactive contacts: zeros
-        for col, on in zip(columns, on_f.T):
+        for col, on in zip(columns, schedule[:, nr:].T):
             out.B[~on, :, col] = 0.0
             if dt:
                 out.Bd[~on, :, col] = 0.0
-    if bad:
-        i = min(bad)
+    for i in bad:                               # the first knot the reference path refuses, named
         try:
             _knot(model, Q, V, T, dt, rigid, loops, inputs, schedule, rows, columns, out, i)
         except ValueError as e:
             raise ValueError(f"linearize_horizon: knot {i}: {e}") from None
-        raise ValueError(f"linearize_horizon: knot {i}: the linearization failed (status "
-                         f"{int(status[np.flatnonzero(order == i)[0]])})")
+    if bad:
+        raise ValueError(f"linearize_horizon: knot {bad[0]}: the linearization failed in the lanes")
     return True

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .._jit import compiled, decide_groups, njit
+from .._jit import compiled, decide_groups, direct, is_direct, njit
 from .._intrinsics import borrow
 from .._lanes import (LaneExtras, aligned_empty, as_lanes, chunk_size, copy_out, copy_rows, interleave,
                       lane_width, matmul, redo_failed_groups)
@@ -357,10 +357,27 @@ class ContactLanes:
             one_by_one(lo, hi)
             return
         lanes = _contact_lanes(d, plan, self.width, dt > 0.0)
-        if contacts_lanes(d.ib, lanes.fbl, self.tag, plan.pi, lanes.pfl, self.Q, self.V, self.T, self.FV, self.idx,
-                          self.OA, self.OB, e.OAc, e.OBc, e.ONU, e.nuo, e.OLAM, e.ODZ, e.ODTAU, e.rows,
-                          self.status, dt, lo, hi, *lanes.arrays):
+        args = (d.ib, lanes.fbl, self.tag, plan.pi, lanes.pfl, self.Q, self.V, self.T, self.FV, self.idx, self.OA,
+                self.OB, e.OAc, e.OBc, e.ONU, e.nuo, e.OLAM, e.ODZ, e.ODTAU, e.rows, self.status, dt, lo,
+                hi) + lanes.arrays
+        if _lanes_entry(self.width, args)(*args):
             redo_failed_groups(self.status, lo, hi, self.width, one_by_one)
+
+
+_LANES_ENTRY: dict = {}     # lane width -> contacts_lanes's compiled code without dispatch (_jit.direct)
+
+
+def _lanes_entry(width, args):
+    """contacts_lanes for its one signature at this width (what ContactLanes passes: kernel_array's
+    and _out_arrays' C-contiguous float64, int64 positions and rows, the plan's and the lane
+    buffers' arrays), called without numba's type dispatch (~0.1 us for each of its 30
+    arguments)."""
+    entry = _LANES_ENTRY.get(width)
+    if entry is None:
+        entry = direct(contacts_lanes, *args)
+        if is_direct(entry, contacts_lanes):
+            _LANES_ENTRY[width] = entry
+    return entry
 
 
 def batch_contacts(model: Model, Q, V, T, OA, OB, contacts, per_state, nthreads, run_workers, dt=0.0):

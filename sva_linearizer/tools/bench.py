@@ -495,6 +495,116 @@ def run_horizon(robots=DEFAULT_HORIZON_ROBOTS, contact_robots=tuple(HORIZON_FEET
     return rows
 
 
+# ---- a horizon in one call: linearize_horizon per knot --------------------------------------------
+
+HORIZON_DT = 0.01
+
+
+def trot_schedule(n, period=8):
+    """Diagonal pairs of four feet (FL, FR, HL, HR order) alternating every `period` knots: FL+HR,
+    then FR+HL."""
+    first = (np.arange(n) // period) % 2 == 0
+    return np.stack([first, ~first, ~first, first], axis=1)
+
+
+def bench_horizon_call_robot(name, horizon=64, repeat=15, number=10, seed=0, contacts=False):
+    """Per knot of a horizon, one thread (dict): ours = linearize_horizon(model, Q, V, T, dt) (every
+    record section), with contacts=True four point feet (local) on a trot schedule; against
+    linearize_batch(model, Q, V, T, dt=) on the same states (with contacts: the four feet fixed
+    at every state) and Pinocchio per knot: computeABADerivatives (with contacts: constraintDynamics
+    + computeConstraintDynamicsDerivatives with the knot's two feet, a Data per contact set) and
+    the integration (v+ = v + dt ddq, q+ = integrate(q, dt v+))."""
+    import sva_linearizer as sl
+    from sva_linearizer.robots import load_robot, robot_urdf_path
+
+    model = load_robot(name)
+    pin, pm, pd = _pinocchio(robot_urdf_path(name), model.floating_base, model)
+    nv, nj, dt = model.nv, model.nj, HORIZON_DT
+    Q, V, T = random_states(model, horizon, seed)
+    TF = np.hstack([np.zeros((horizon, nv - nj)), T])
+    kw, batch_kw, m = {}, {}, 0
+    per_knot = [None] * horizon
+    if contacts:
+        if name not in HORIZON_FEET:
+            raise ValueError(f"bench: no feet for a contact horizon of '{name}' (known: {', '.join(HORIZON_FEET)})")
+        feet = HORIZON_FEET[name]
+        cs = [sl.Contact(f, "point", "local", baumgarte=(0.0, CONTACT_KD)) for f in feet]
+        schedule = trot_schedule(horizon)
+        kw = {"contacts": cs, "active": schedule}
+        batch_kw = {"contacts": cs}
+        m = sum(c.dim for c in cs)
+        sets = {}
+        for i in range(horizon):
+            key = tuple(schedule[i])
+            if key not in sets:
+                cms, cds = pin.StdVec_RigidConstraintModel(), pin.StdVec_RigidConstraintData()
+                for f, on in zip(feet, key):
+                    if on:
+                        fr = pm.frames[pm.getFrameId(f)]
+                        cm = pin.RigidConstraintModel(pin.ContactType.CONTACT_3D, pm, fr.parentJoint, fr.placement,
+                                                      0, pin.SE3.Identity(), pin.ReferenceFrame.LOCAL)
+                        cm.m_baumgarte_parameters.Kp = 0.0
+                        cm.m_baumgarte_parameters.Kd = CONTACT_KD
+                        cms.append(cm)
+                        cds.append(cm.createData())
+                dk = pm.createData()
+                pin.initConstraintDynamics(pm, dk, cms, cds)
+                sets[key] = (dk, cms, cds)
+            per_knot[i] = sets[key]
+
+    def ours():
+        sl.linearize_horizon(model, Q, V, T, dt, **kw)
+
+    def batch():
+        sl.linearize_batch(model, Q, V, T, dt=dt, **batch_kw)
+
+    def theirs():
+        for i in range(horizon):
+            if contacts:
+                dk, cms, cds = per_knot[i]
+                ddq = pin.constraintDynamics(pm, dk, Q[i], V[i], TF[i], cms, cds)
+                pin.computeConstraintDynamicsDerivatives(pm, dk, cms, cds)
+            else:
+                pin.computeABADerivatives(pm, pd, Q[i], V[i], TF[i])
+                ddq = pd.ddq
+            v_next = V[i] + dt * ddq
+            pin.integrate(pm, Q[i], dt * v_next)
+
+    with _threads(1):
+        ours()
+        batch()
+        t_o, t_b, t_p = _timings_us([ours, batch, theirs], repeat, number)
+    return {"robot": name, "nv": nv, "m": m, "horizon": horizon, "dt": dt,
+            "schedule": "trot" if contacts else "free",
+            "ours_us": float(np.median(t_o)) / horizon, "batch_us": float(np.median(t_b)) / horizon,
+            "pin_us": float(np.median(t_p)) / horizon, "ratio_batch": float(np.median(t_o / t_b)),
+            "ratio_pin": float(np.median(t_o / t_p))}
+
+
+def run_horizon_call(robots=("ur5", "g1_29dof", "talos_full"), contact_robots=tuple(HORIZON_FEET), horizon=64,
+                     repeat=15, out=print):
+    """The rows of linearize_horizon (bench_horizon_call_robot): the contact robots on a trot, the
+    others free."""
+    _require_pinocchio()
+    out(f"a horizon in one call, {horizon} knots, dt = {HORIZON_DT}, per knot on one thread (us): "
+        "linearize_horizon (every record section) against linearize_batch(dt=) on the same states (four "
+        "feet fixed) and Pinocchio per knot (constraintDynamics + computeConstraintDynamicsDerivatives with the "
+        "knot's feet, or computeABADerivatives; then the integration)")
+    hdr = (f"{'robot':<12} {'nv':>3} {'m':>3} {'schedule':>8} | {'horizon':>10} | {'batch':>8} {'ratio':>6} | "
+           f"{'pin':>8} {'ratio':>6}")
+    out(hdr)
+    out("-" * len(hdr))
+    rows = []
+    for name, with_contacts in [(r, True) for r in contact_robots] + [(r, False) for r in robots]:
+        r = bench_horizon_call_robot(name, horizon=horizon, repeat=repeat, contacts=with_contacts)
+        rows.append(dict(r, contacts=with_contacts))
+        out(f"{name:<12} {r['nv']:>3} {r['m']:>3} {r['schedule']:>8} | {r['ours_us']:>7.2f} us | "
+            f"{r['batch_us']:>5.2f} us {r['ratio_batch']:>5.2f}x | {r['pin_us']:>5.2f} us {r['ratio_pin']:>5.2f}x")
+    out("trot: four point feet (local), diagonal pairs alternating every 8 knots; the batch has all four fixed. "
+        "Ratios: the median of the run-by-run ratios (the three take turns in every run).")
+    return rows
+
+
 # ---- second-order derivatives ---------------------------------------------------------------------
 
 DEFAULT_SECOND_ORDER_ROBOTS = ("solo12", "g1_29dof", "talos")
@@ -764,7 +874,8 @@ def add_subcommand(sub):
     bp.add_argument("--horizon-robots", default=",".join(DEFAULT_HORIZON_ROBOTS),
                     help="robots of the horizon rows (default: %(default)s)")
     bp.add_argument("--horizon-contact-robots", default=",".join(HORIZON_FEET),
-                    help="robots of the horizon rows with contacts (default: %(default)s)")
+                    help="robots of the horizon rows with contacts, and of linearize_horizon's rows on a trot "
+                         "(the other horizon robots: free) (default: %(default)s)")
     bp.add_argument("--only-horizon", action="store_true", help="the horizon rows alone")
     bp.add_argument("--json", help="also write the figures to this JSON file")
     bp.set_defaults(func=cmd_bench)
@@ -806,6 +917,10 @@ def cmd_bench(args):
             print()
         rows += [dict(r, section="horizon") for r in run_horizon(lists["horizon"][1], hc, horizon=args.horizon,
                                                                    repeat=args.repeat)]
+        print()
+        free = [n for n in lists["horizon"][1] if n not in hc]
+        rows += [dict(r, section="horizon_call") for r in run_horizon_call(free, hc, horizon=args.horizon,
+                                                                           repeat=args.repeat)]
     if sections["contacts"]:
         if rows:
             print()
