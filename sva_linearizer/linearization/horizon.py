@@ -23,8 +23,18 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .._arrays import kernel_array, real_array
+from .._jit import compiled, decide_groups
+from .._lanes import LaneExtras, chunk_size, lane_width
+from ..algorithms.common import all_finite
+from ..algorithms.constrained_dynamics import contact_plan
 from ..algorithms.contact_rows import Contact, Loop
+from ..coupling import is_coupled
+from ..data import get_data
+from ..state import State
+from .batch import THREAD_WORK, FreeLanes, _run_workers, nu_offset, num_threads
+from .continuous import linearize
 from .discrete import check_dt, next_state, step_rows
+from .with_contacts import ContactLanes, lanes_can_run, stacked_forces
 
 if TYPE_CHECKING:
     from ..model import Model
@@ -172,9 +182,6 @@ def linearize_horizon(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike, 
 def _knot(model, Q, V, T, dt, rigid, loops, inputs, schedule, rows, columns, out, i):
     """Knot i by ``linearize`` (and ``next_state``) into the Horizon `out`: the reference path, and
     the message of a knot that failed in the lanes."""
-    from ..state import State
-    from .continuous import linearize
-
     nj, m, nr = model.nj, out.forces.shape[1], len(rigid)
     on = schedule[i]
     act = [c for c, a in zip(rigid, on[:nr]) if a]
@@ -207,8 +214,6 @@ def _knot(model, Q, V, T, dt, rigid, loops, inputs, schedule, rows, columns, out
 def _knot_by_knot(*setup):
     """Every knot by _knot, handed out from a shared counter to the worker threads (the compiled
     calls release the GIL). A bad knot raises, naming the first."""
-    from .batch import _run_workers, num_threads
-
     N = setup[1].shape[0]
     counter = itertools.count()
     errors = {}
@@ -238,15 +243,6 @@ def _lanes_path(model, Q, V, T, dt, rigid, loops, inputs, schedule, rows, column
     Bd), nu_dot, forces and their derivatives go straight to the knot's place in `out`; then the
     next states of all knots in one compiled call (discrete.next_states). Returns False, with
     nothing done, where the lanes cannot run; raises naming the first bad knot."""
-    from .._jit import compiled, decide_groups
-    from .._lanes import LaneExtras, chunk_size, lane_width
-    from ..algorithms.common import all_finite
-    from ..coupling import is_coupled
-    from ..data import get_data
-    from ..algorithms.constrained_dynamics import contact_plan
-    from .batch import THREAD_WORK, FreeLanes, _run_workers, nu_offset, num_threads
-    from .with_contacts import ContactLanes, lanes_can_run, stacked_forces
-
     N, nv, nr = Q.shape[0], model.nv, len(rigid)
     if is_coupled(model) or (rigid or loops or inputs) and not lanes_can_run(rigid + loops, inputs):
         return False
@@ -257,19 +253,18 @@ def _lanes_path(model, Q, V, T, dt, rigid, loops, inputs, schedule, rows, column
     if not (rigid or loops or inputs):                                 # free flight throughout
         order, starts, ends, kinds, sets = np.arange(N, dtype=np.int64), [0], [N], [-1], None
     else:                                                              # the knots, set by set
-        if nr <= 62:
-            code = on_r.astype(np.int64) @ (np.int64(1) << np.arange(nr, dtype=np.int64))
+        if nr <= 62:        # a knot's set as the bits of one number; minus one: no contact is -1
+            code = on_r @ (np.int64(1) << np.arange(nr, dtype=np.int64))
         else:
             code = np.unique(on_r, axis=0, return_inverse=True)[1].reshape(-1)
         if not (loops or inputs):
-            code[~on_r.any(axis=1)] = -1                               # -1: free flight
-        order = np.argsort(code, kind="stable").astype(np.int64)
+            code = code - 1 if nr <= 62 else np.where(on_r.any(axis=1), code, -1)    # -1: free flight
+        order = np.argsort(code, kind="stable")
         sorted_code = code[order]
         bounds = (np.flatnonzero(sorted_code[1:] != sorted_code[:-1]) + 1).tolist()
         starts, ends = [0] + bounds, bounds + [N]
-        first = [int(order[s]) for s in starts]
-        kinds = [int(sorted_code[s]) for s in starts]
-        sets = {k: on_r[i] for k, i in zip(kinds, first)}
+        kinds = sorted_code[starts].tolist()
+        sets = dict(zip(kinds, on_r[order[starts]]))
     free, constrained = kinds[0] < 0, kinds[-1] >= 0
     decide = (("batch",) if free else ()) + (("contacts_batch",) if constrained else ())
     decide_groups(*decide)
