@@ -15,6 +15,7 @@ knot are zeros there. ``Horizon.rows`` says where each constraint's rows are.
 from __future__ import annotations
 
 import itertools
+import math
 import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -163,20 +164,37 @@ def linearize_horizon(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike, 
         o += c.dim
     nw = o
     nq = model.nq
-    wide = np.zeros if nw > nj else np.empty    # B's input-force columns of inactive contacts: zeros
-    out = Horizon(nu_dot=np.empty((N, nv)), A=np.empty((N, nx, nx)), B=wide((N, nx, nw)),
-                  Ad=np.empty((N, nx, nx)) if dt else None, Bd=wide((N, nx, nw)) if dt else None,
-                  q_next=None, v_next=None,
-                  forces=np.zeros((N, m)), dforces_dz=np.zeros((N, m, nx)), dforces_dtau=np.zeros((N, m, nj)),
-                  active=schedule, rows=tuple(rows), columns=tuple(columns))
-    if dt:
-        out.q_next, out.v_next = np.empty((N, nq)), np.empty((N, nv))
+    out = _allocate(N, nv, nq, nj, nx, nw, m, dt is not None, schedule, tuple(rows), tuple(columns))
     if N == 0:
         return out
     setup = (model, Q, V, T, dt, rigid, loops, inputs, schedule, rows, columns, out)
     if not _lanes_path(*setup):
         _knot_by_knot(*setup)
     return out
+
+
+def _allocate(N, nv, nq, nj, nx, nw, m, with_dt, schedule, rows, columns) -> Horizon:
+    """A Horizon whose arrays are views of one new buffer (one allocation: a horizon's sections,
+    15 MB for 64 knots of a 50-DoF humanoid, stay in the allocator's heap between calls rather than
+    going back to the system and being faulted in again); zeros where the lanes may write nothing
+    (the forces and their derivatives, B's and Bd's input-force columns)."""
+    shapes = [("nu_dot", (N, nv)), ("A", (N, nx, nx)), ("B", (N, nx, nw)), ("forces", (N, m)),
+              ("dforces_dz", (N, m, nx)), ("dforces_dtau", (N, m, nj))]
+    if with_dt:
+        shapes += [("Ad", (N, nx, nx)), ("Bd", (N, nx, nw)), ("q_next", (N, nq)), ("v_next", (N, nv))]
+    sizes = [math.prod(shape) for _, shape in shapes]
+    buf = np.empty(sum(sizes))
+    arrays, o = {}, 0
+    for (name, shape), size in zip(shapes, sizes):
+        arrays[name] = buf[o:o + size].reshape(shape)
+        o += size
+    for name in ("forces", "dforces_dz", "dforces_dtau") + (("B", "Bd") if nw > nj else ()):
+        if name in arrays:
+            arrays[name].fill(0.0)
+    return Horizon(nu_dot=arrays["nu_dot"], A=arrays["A"], B=arrays["B"], Ad=arrays.get("Ad"), Bd=arrays.get("Bd"),
+                   q_next=arrays.get("q_next"), v_next=arrays.get("v_next"), forces=arrays["forces"],
+                   dforces_dz=arrays["dforces_dz"], dforces_dtau=arrays["dforces_dtau"], active=schedule,
+                   rows=rows, columns=columns)
 
 
 def _knot(model, Q, V, T, dt, rigid, loops, inputs, schedule, rows, columns, out, i):
