@@ -24,7 +24,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .._arrays import kernel_array, real_array
-from .._jit import compiled, decide_groups
+from .._jit import compiled, decide_groups, direct, is_direct
 from .._lanes import LaneExtras, chunk_size, lane_width
 from ..algorithms.common import all_finite
 from ..algorithms.constrained_dynamics import contact_plan
@@ -34,7 +34,7 @@ from ..data import get_data
 from ..state import State
 from .batch import THREAD_WORK, FreeLanes, _run_workers, nu_offset, num_threads
 from .continuous import linearize
-from .discrete import check_dt, next_state, step_rows
+from .discrete import check_dt, next_state, next_states
 from .with_contacts import ContactLanes, lanes_can_run, stacked_forces
 
 if TYPE_CHECKING:
@@ -173,6 +173,22 @@ def linearize_horizon(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike, 
     return out
 
 
+_NEXT_STATES = None      # discrete.next_states without numba's dispatch (_jit.direct)
+
+
+def _next_states():
+    """next_states's compiled code for the arrays the horizon passes (C-contiguous float64 rows),
+    called without numba's type dispatch."""
+    global _NEXT_STATES
+    if _NEXT_STATES is not None:
+        return _NEXT_STATES
+    x = np.zeros((1, 1))
+    entry = direct(next_states, x, x, x, 0.0, True, x, x)
+    if is_direct(entry, next_states):
+        _NEXT_STATES = entry
+    return entry
+
+
 def _allocate(N, nv, nq, nj, nx, nw, m, with_dt, schedule, rows, columns) -> Horizon:
     """A Horizon whose arrays are views of one new buffer (one allocation: a horizon's sections,
     15 MB for 64 knots of a 50-DoF humanoid, stay in the allocator's heap between calls rather than
@@ -186,7 +202,7 @@ def _allocate(N, nv, nq, nj, nx, nw, m, with_dt, schedule, rows, columns) -> Hor
     buf = np.empty(sum(sizes))
     arrays, o = {}, 0
     for (name, shape), size in zip(shapes, sizes):
-        arrays[name] = buf[o:o + size].reshape(shape)
+        arrays[name] = np.ndarray(shape, np.float64, buf, 8 * o)
         o += size
     for name in ("forces", "dforces_dz", "dforces_dtau") + (("B", "Bd") if nw > nj else ()):
         if name in arrays:
@@ -348,7 +364,7 @@ def _lanes_path(model, Q, V, T, dt, rigid, loops, inputs, schedule, rows, column
     bad = sorted(order[np.flatnonzero(status)].tolist()) if status.any() else []
     if dt and not bad:
         try:
-            step_rows(model, Q, V, out.nu_dot, dt, out.q_next, out.v_next)
+            _next_states()(Q, V, out.nu_dot, dt, model.floating_base, out.q_next, out.v_next)
             if not (all_finite(out.q_next) and all_finite(out.v_next)):
                 bad = np.flatnonzero(~(np.isfinite(out.q_next).all(axis=1) & np.isfinite(out.v_next).all(axis=1))
                                      ).tolist()
