@@ -55,7 +55,7 @@ class Horizon:
     at each knot, each in its reference frame (zeros for an inactive contact); dforces_dz
     (N, m, 2nv), dforces_dtau (N, m, nj). active (N, C) bool: the schedule. rows: per rigid contact
     and loop, in order, the slice of its rows in ``forces``; columns: per contact of ``forces``,
-    the slice of its columns in B."""
+    the slice of its columns in B. The arrays are C-contiguous views of one buffer of their own."""
     nu_dot: np.ndarray
     A: np.ndarray
     B: np.ndarray
