@@ -48,7 +48,6 @@ COMPILE_GROUP = "batch"     # the compile group of this module's kernels (_jit)
 from ..coupling import is_coupled
 from ..data import check_fits, get_data
 from ..layout import views
-from .assembly import discrete_at
 from .continuous import _out_arrays, linearize, linearize_entry, linearize_state, status_error
 from .discrete import check_dt
 from .with_contacts import batch_contacts
@@ -141,23 +140,13 @@ def lane_group(ml, dl, Q, V, TAU, idx, OA, OB, OAc, OBc, ONU, status, dt, lo, hi
     """Positions lo..hi-1 (at most L) as one lockstep group: their states' q, v, tau interleaved
     into QL, VL, TL (..., L) (the last state repeated to fill the group; q, v, tau: the same
     memory as Lanes), linearize_state on the lane workspace (ml, dl), and each lane's A, B (Ad,
-    Bd with dt > 0; A, B then in SAl, SBl) copied out of AL, BL to OA[i], OB[i], i = idx[p]. With
-    dt and OAc not empty, A and B also to OAc[i], OBc[i]: then A, B are computed in AL, BL and
-    copied out at once, and Ad, Bd (assembly.discrete_at, what linearize_state does with dt) go
-    to the scratch SAl, SBl and out to OA, OB (a humanoid's lanes of A, B, Ad, Bd exceed the L2
-    cache: copied last, A and B would be read again from further out). nu_dot to ONU[i, 0] where
-    asked for. Returns 0, or 1 if the group failed (its positions' status LANES_FAILED)."""
+    Bd with dt > 0; A, B then in SAl, SBl) copied out of AL, BL to OA[i], OB[i], i = idx[p]; with
+    dt, A and B also to OAc[i], OBc[i] where asked for (OAc not empty), and nu_dot to ONU[i, 0].
+    Returns 0, or 1 if the group failed (its positions' status LANES_FAILED)."""
     interleave(Q, QL, idx, lo, hi)
     interleave(V, VL, idx, lo, hi)
     interleave(TAU, TL, idx, lo, hi)
-    both = dt > 0.0 and OAc.shape[0] > 0
-    if both:        # A, B out while they are in cache, then Ad, Bd from them into the scratch
-        st = linearize_state(ml, dl, q, v, tau, A, B, 0.0, A, B)
-        if st == 0:
-            copy_out(AL, A, OAc, idx, lo, hi)
-            copy_out(BL, B, OBc, idx, lo, hi)
-            st = discrete_at(ml, dl, v, A, B, dt, SAl, SBl)
-    elif dt > 0.0:
+    if dt > 0.0:
         st = linearize_state(ml, dl, q, v, tau, SAl, SBl, dt, A, B)
     else:
         st = linearize_state(ml, dl, q, v, tau, A, B, 0.0, A, B)
@@ -167,12 +156,11 @@ def lane_group(ml, dl, Q, V, TAU, idx, OA, OB, OAc, OBc, ONU, status, dt, lo, hi
         return 1
     for lane in range(hi - lo):
         status[lo + lane] = 0
-    if both:
-        copy_out(SAL, SAl, OA, idx, lo, hi)
-        copy_out(SBL, SBl, OB, idx, lo, hi)
-    else:
-        copy_out(AL, A, OA, idx, lo, hi)
-        copy_out(BL, B, OB, idx, lo, hi)
+    copy_out(AL, A, OA, idx, lo, hi)
+    copy_out(BL, B, OB, idx, lo, hi)
+    if dt > 0.0 and OAc.shape[0] > 0:
+        copy_out(SAL, SAl, OAc, idx, lo, hi)
+        copy_out(SBL, SBl, OBc, idx, lo, hi)
     if ONU.shape[0] > 0:
         copy_out(NUL, nu, ONU, idx, lo, hi)
     return 0

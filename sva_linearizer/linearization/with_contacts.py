@@ -249,9 +249,6 @@ def contacts_lanes(ib, fbl, tag, pi, pfl, Q, V, TAU, FV, idx, OA, OB, OAc, OBc, 
         interleave(FV, FL, idx, g, gh)
         st = contacts_pipeline(ml, dl, q, v, tau, fset, fv, cset, ws, out)
         if st == 0 and dt > 0.0:
-            if OAc.shape[0] > 0:        # A, B out while they are in cache (lane_group)
-                copy_out(AL, out.A, OAc, idx, g, gh)
-                copy_out(BL, out.B, OBc, idx, g, gh)
             st = discrete_at(ml, dl, v, out.A, out.B, dt, Ad, Bd)
         if st != 0:
             for p in range(g, gh):
@@ -263,6 +260,9 @@ def contacts_lanes(ib, fbl, tag, pi, pfl, Q, V, TAU, FV, idx, OA, OB, OAc, OBc, 
         if dt > 0.0:
             copy_out(ADL, Ad, OA, idx, g, gh)
             copy_out(BDL, Bd, OB, idx, g, gh)
+            if OAc.shape[0] > 0:
+                copy_out(AL, out.A, OAc, idx, g, gh)
+                copy_out(BL, out.B, OBc, idx, g, gh)
         else:
             copy_out(AL, out.A, OA, idx, g, gh)
             copy_out(BL, out.B, OB, idx, g, gh)
