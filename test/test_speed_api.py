@@ -217,6 +217,15 @@ def test_bench_command_runs_against_pinocchio(capsys):
         for part in cells[1:3]:
             ours, pin, ratio = part.replace("us", "").replace("x", "").split()
             assert float(ours) > 0 and float(pin) > 0 and float(ratio) > 0
+    # linearize_horizon's rows: go2 on a trot, ur5 free; against the batch and Pinocchio
+    calls = out[out.index("a horizon in one call, 9 knots"):]
+    for robot, schedule in (("go2", "trot"), ("ur5", "free")):
+        cells = [ln for ln in calls.splitlines() if ln.startswith(robot)][0].split("|")
+        assert cells[0].split()[3] == schedule
+        assert float(cells[1].replace("us", "")) > 0
+        for part in cells[2:4]:
+            theirs, ratio = part.replace("us", "").replace("x", "").split()
+            assert float(theirs) > 0 and float(ratio) > 0
 
 
 def test_bench_names_an_unknown_robot_before_running(capsys):
