@@ -173,6 +173,7 @@ def linearize_horizon(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike, 
     return out
 
 
+_BITS = np.int64(1) << np.arange(63, dtype=np.int64)     # a contact set's bits
 _NEXT_STATES = None      # discrete.next_states without numba's dispatch (_jit.direct)
 
 
@@ -288,7 +289,7 @@ def _lanes_path(model, Q, V, T, dt, rigid, loops, inputs, schedule, rows, column
         order, starts, ends, kinds, sets = np.arange(N, dtype=np.int64), [0], [N], [-1], None
     else:                                                              # the knots, set by set
         if nr <= 62:        # a knot's set as the bits of one number; minus one: no contact is -1
-            code = on_r @ (np.int64(1) << np.arange(nr, dtype=np.int64))
+            code = on_r @ _BITS[:nr]
         else:
             code = np.unique(on_r, axis=0, return_inverse=True)[1].reshape(-1)
         if not (loops or inputs):

@@ -344,19 +344,24 @@ class ContactLanes:
         self.Q, self.V, self.T, self.FV, self.idx, self.OA, self.OB = Q, V, T, FV, idx, OA, OB
         self.extra, self.status = extra, status
         self.tag = (0.0,) * width
+        self._at = {}                       # id(Data) -> (Data, its plan, its lane buffers)
 
     def __call__(self, d, lo, hi):
-        plan, _ = contact_plan(self.model, d, self.contacts, self.keys)
+        at = self._at.get(id(d))
+        if at is None or at[0] is not d:
+            plan, _ = contact_plan(self.model, d, self.contacts, self.keys)
+            at = self._at[id(d)] = (d, plan, _contact_lanes(d, plan, self.width, self.dt > 0.0)
+                                    if self.width > 1 else None)
+        _, plan, lanes = at
         e, dt = self.extra, self.dt
 
         def one_by_one(a, b):
             contacts_one_by_one(d, plan, self.Q, self.V, self.T, self.FV, self.idx, self.OA, self.OB, self.status,
                                 dt, a, b, e)
 
-        if self.width == 1:
+        if lanes is None:
             one_by_one(lo, hi)
             return
-        lanes = _contact_lanes(d, plan, self.width, dt > 0.0)
         args = (d.ib, lanes.fbl, self.tag, plan.pi, lanes.pfl, self.Q, self.V, self.T, self.FV, self.idx, self.OA,
                 self.OB, e.OAc, e.OBc, e.ONU, e.nuo, e.OLAM, e.ODZ, e.ODTAU, e.rows, self.status, dt, lo,
                 hi) + lanes.arrays
