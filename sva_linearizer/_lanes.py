@@ -28,6 +28,11 @@ Lanes) and `zero_like(x)` (0.0 in x's type: a variable that becomes Lanes starts
 A kernel that returns a failure status on any_lane(...) fails the whole group; the batch then
 computes that group's states one at a time (`redo_failed_groups`: the one-state kernels give each
 its own status).
+
+Into and out of the lanes: `interleave` (a group's states, taken by their positions in an index),
+`copy_out` (a matrix of every lane to its state's place: L x L blocks transposed in registers) and
+`copy_rows` (rows to the rows of a fixed layout); `LaneExtras` names what a lane kernel writes
+beside A and B.
 """
 from __future__ import annotations
 

@@ -8,7 +8,11 @@ instruction of the pipeline computes L states. The last group is filled up with 
 last state. A group in which some state fails (a bad input, a singular mass matrix, an overflow)
 is computed again state by state with the one-state kernels (from Python:
 _lanes.redo_failed_groups), which give each state its own status and result. With contacts the
-contact pipeline runs in lanes the same way (with_contacts.contacts_lanes).
+contact pipeline runs in lanes the same way (with_contacts.contacts_lanes). The lane kernels take
+the states by their positions in an index (0..N-1 here; linearize_horizon's knots sorted by contact
+set) and write what a caller asks for beside A, B (_lanes.LaneExtras: nothing more here; a
+horizon's continuous A, B with dt, nu_dot, forces): FreeLanes and with_contacts.ContactLanes run
+them for linearize_batch and linearize_horizon alike.
 
 The groups are handed out from a shared counter to worker threads (the calling thread among
 them), each on a workspace of its own, with the GIL released (numba's nogil). A thread slowed
