@@ -274,7 +274,8 @@ def _lanes_path(model, Q, V, T, dt, rigid, loops, inputs, schedule, rows, column
     """The knots in lockstep lanes (batch.FreeLanes, with_contacts.ContactLanes), grouped by
     contact set: the knots with the same active rigid contacts share one contact plan (the loops
     and every input-force contact in it, an inactive input force held at zero and its columns of B,
-    Bd zeroed after); knots without any constraint take the free pipeline. Each lane's A, B (Ad,
+    Bd zeroed after); without loops and input forces, the knots where no contact acts take the
+    free pipeline. Each lane's A, B (Ad,
     Bd), nu_dot, forces and their derivatives go straight to the knot's place in `out`; then the
     next states of all knots in one compiled call (discrete.next_states). Returns False, with
     nothing done, where the lanes cannot run; raises naming the first bad knot."""
