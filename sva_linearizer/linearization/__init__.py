@@ -13,7 +13,7 @@
 from .batch import linearize_batch, num_threads
 from .continuous import Linearization, linearize, linearize_flat
 from .discrete import discretize, next_state
-from .horizon import Horizon, linearize_horizon
+from .horizon import Horizon, KnotError, linearize_horizon
 
-__all__ = ["Horizon", "Linearization", "discretize", "linearize", "linearize_batch", "linearize_flat",
+__all__ = ["Horizon", "KnotError", "Linearization", "discretize", "linearize", "linearize_batch", "linearize_flat",
            "linearize_horizon", "next_state", "num_threads"]

@@ -29,6 +29,14 @@ if TYPE_CHECKING:
     from ..model import Model
 
 
+class KnotError(ValueError):
+    """A knot of a horizon that cannot be linearized: ``knot`` its index; the message names it."""
+
+    def __init__(self, knot: int, reason: str):
+        super().__init__(f"linearize_horizon: knot {knot}: {reason}")
+        self.knot = knot
+
+
 @dataclass
 class Horizon:
     """The record's sections at the N knots of a horizon (module docstring). m: the rows of every
@@ -119,8 +127,8 @@ def linearize_horizon(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike, 
     active (N, C) of bool: per knot, which contacts act, one column per sl.Contact of ``contacts``
     then one per contact of ``forces``; None: all of them at every knot.
 
-    Raises ValueError naming the first bad knot by its index (a bad input, a singular mass matrix
-    or contact set, an overflow)."""
+    Raises KnotError (a ValueError; ``.knot`` its index) naming the first bad knot (a bad input, a
+    singular mass matrix or contact set, an overflow), ValueError for bad arguments."""
     from ..state import State
     from .batch import _run_workers, num_threads
     from .continuous import linearize
@@ -195,5 +203,5 @@ def linearize_horizon(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike, 
     _run_workers(work, min(num_threads(), max(N, 1)), ("core", "contacts") if C or loops else ("core",))
     if errors:
         i = min(errors)
-        raise ValueError(f"linearize_horizon: knot {i}: {errors[i]}")
+        raise KnotError(i, str(errors[i]))
     return out

@@ -122,6 +122,7 @@ def run_node(args, ros_args=()) -> int:
                               f"and {node.output_topics[-1]}")
         _quiet_gc()
         transport.spin(args.duration)
+        node.close()
         _log_after_spin(transport, node.summary())
     except KeyboardInterrupt:  # SIGINT before spinning started (e.g. during the warm-up)
         pass

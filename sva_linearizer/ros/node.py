@@ -62,6 +62,7 @@ from sva_linearizer._jit import group_state, on_ready
 
 from sva_linearizer.labels import z_names
 
+from .horizon_service import HorizonService
 from .log import Throttle
 from .messages import TOPIC_A, TOPIC_B, joint_state_msg, make_time, matrix_to_msg, odometry_msg, stamp_to_ns
 from .parameters import contact_specs, loop_specs, normalize_parameters
@@ -293,6 +294,8 @@ class LinearizerNode:
             [TOPIC_A, TOPIC_B] if self._pub_a else []) + [TOPIC_DESCRIPTION, TOPIC_RECORD]
         self._pub_diagnostics = transport.create_publisher(TOPIC_DIAGNOSTICS, "diagnostic_msgs/msg/DiagnosticArray",
                                                            QOS_OUTPUT)
+        # a planner's horizon requests, answered on a worker thread of their own
+        self.horizon = HorizonService(self, transport)
         # the record last: its writer's appearance tells a subscriber that the node is ready
         self._pub_record = transport.create_publisher(TOPIC_RECORD, "std_msgs/msg/Float64MultiArray", QOS_OUTPUT)
         transport.create_timer(DIAGNOSTICS_PERIOD_S, self.publish_diagnostics)
@@ -400,6 +403,15 @@ class LinearizerNode:
                 + f"; {'all' if p['contacts_default_active'] else 'none'} active until a contact set "
                   f"arrives on {p['contacts_topic']}")
         return None
+
+    @property
+    def description_text(self) -> str | None:
+        """The JSON of the description in use (linearization/description), None without a model."""
+        return self._description if self.model is not None else None
+
+    def close(self) -> None:
+        """Stop the horizon requests' worker (the transport is closed by its owner)."""
+        self.horizon.close()
 
     def _base_choice(self, source, model) -> str:
         """'floating base' or 'fixed base', with why (for the log line of a new model)."""
@@ -773,6 +785,7 @@ class LinearizerNode:
             "records published": str(self.published),
             "dropped by reason": ", ".join(f"{k} {v}" for k, v in sorted(self.rejected.items())) or "none",
             "odometry pairing": self._pairing_text(),
+            "horizon requests": self._horizon_text(),
             "last problem": self.last_problem or "none",
         }
         if model is None:
@@ -789,6 +802,13 @@ class LinearizerNode:
                                     values=[T.KeyValue(key=k, value=v) for k, v in values.items()])
         self._pub_diagnostics.publish(T.DiagnosticArray(header=T.Header(stamp=make_time(T, now), frame_id=""),
                                                         status=[status]))
+
+    def _horizon_text(self) -> str:
+        """The horizon requests since the start, and the answers' time since the last report."""
+        c = self.horizon.counts
+        lat, self.horizon.latencies_ms = self.horizon.latencies_ms, []
+        text = ", ".join(f"{k} {v}" for k, v in c.items())
+        return text + (f"; answer p50 {np.percentile(lat, 50):.2f} ms, max {max(lat):.2f} ms" if lat else "")
 
     def _pairing_text(self) -> str:
         """How the records took their odometry: of its own stamp (exact) or the nearest sample."""
