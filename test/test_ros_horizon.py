@@ -18,6 +18,7 @@ from sva_linearizer.ros.horizon import (MAX_KNOTS, STATUS_BAD_REQUEST, STATUS_KN
                                         TOPIC_REQUEST, decode_answer, encode_request, request_msg)
 from sva_linearizer.ros.messages import joint_state_msg  # noqa: E402
 from sva_linearizer.ros.node import LinearizerNode  # noqa: E402
+from sva_linearizer.robots import load_robot  # noqa: E402
 from sva_linearizer.ros.record import RecordDescription  # noqa: E402
 
 FEET = ["FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT"]
@@ -142,3 +143,44 @@ def test_a_bad_request_gets_an_answer_naming_the_problem_and_the_node_goes_on():
         assert p.node.horizon.counts["refused"] == 9 and p.node.horizon.counts["answered"] == 1
     finally:
         p.close()
+
+
+@pytest.mark.parametrize("node_transport", ["rclpy", "dds"])
+def test_a_planner_in_another_process_gets_its_horizon_over_ros2(node_transport):
+    """The node as its own process (rclpy or DDS transport), a real rclpy planner with the package's
+    HorizonClient: the answer's knots equal linearize_horizon's here; a refused request is answered
+    with its id; the node's per-state records go on meanwhile."""
+    pytest.importorskip("rclpy", reason="the planner is a real rclpy node (pip install '.[ros]')")
+    from ros_helpers.cases import SEC, random_input
+    from ros_helpers.dds_harness import Harness
+    from sva_linearizer.ros import HorizonClient
+
+    h = Harness(["--robot", "solo12", "--floating-base", "--param", "warn_period=0",
+                 "--param", "contact_frames=[FL_FOOT,FR_FOOT,HL_FOOT,HR_FOOT]",
+                 "--param", "contact_references=[world_aligned]"], node_transport=node_transport, peer="rclpy")
+    try:
+        h.wait_ready()
+        client = HorizonClient(h.transport)
+        assert client.wait_for_node(30.0), "the node's request reader or description never came"
+        model = load_robot("solo12")
+        rng = np.random.default_rng(7)
+        N, dt = 50, 0.01
+        Q, V, T = knots(model, N, rng)
+        first = (np.arange(N) // 8) % 2 == 0
+        active = np.stack([first, ~first, ~first, first], axis=1)
+        answer = client.request(Q, V, T, dt, active).result(timeout=60.0)
+        assert answer.ok and len(answer.knots) == N, answer.error
+        feet = [sl.Contact(f, reference="world_aligned") for f in FEET]
+        ref = sl.linearize_horizon(model, Q, V, T, dt, contacts=feet, active=active)
+        for k, rec in enumerate(answer.knots):
+            assert e_max(rec.Ad, ref.Ad[k]) <= 1e-9 and e_max(rec.Bd, ref.Bd[k]) <= 1e-9
+            assert e_max(rec.q_next, ref.q_next[k]) <= 1e-12 and rec.seq == k + 1
+        bad = client.request(Q[:2], V[:2] * np.nan, T[:2], dt).result(timeout=60.0)
+        assert not bad.ok and bad.status == STATUS_BAD_REQUEST and "NaN" in bad.error
+        # the per-state stream beside it
+        s, r, tau, odom = random_input(model, rng)
+        stamp = 300 * SEC
+        h.send(stamp, list(model.joint_names), s, r, tau, odom)
+        h.wait_pair(stamp, resend=lambda: h.send(stamp, list(model.joint_names), s, r, tau, odom))
+    finally:
+        h.close()

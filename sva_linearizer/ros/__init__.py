@@ -9,6 +9,8 @@ The node and what it reads:
 * :mod:`.parameter_files` - parameter files and ``--ros-args`` (for the DDS transport);
 * :mod:`.launch_config` - what ``launch/linearizer.launch.py`` starts, decided without ``launch``;
 * :mod:`.record` - the linearization record the node publishes, and its reader for consumers;
+* :mod:`.horizon` - a planner's horizon request and the node's answer (the wire format);
+  :mod:`.horizon_service` - the node's answers; :mod:`.horizon_client` - a planner's client;
 * :mod:`.messages` - stamps, matrices as Float64MultiArray, the input messages;
 * :mod:`.qos` - the QoS profiles of the node's topics;
 * :mod:`.log` - stderr logging and throttled warnings.
@@ -29,9 +31,12 @@ Tools: :mod:`.cli` - the ``node``/``demo``/``bench-node`` commands; :mod:`.sim`,
 
 Nothing here imports rclpy or cyclonedds at import time; each transport imports its own.
 """
+from .horizon import TOPIC_ANSWER, TOPIC_REQUEST, HorizonAnswer, decode_answer, encode_request
+from .horizon_client import HorizonClient, HorizonFuture
 from .messages import TOPIC_A, TOPIC_B
 from .record import (SECTIONS, TOPIC_DESCRIPTION, TOPIC_POINT_JOINTS, TOPIC_POINT_ODOM, TOPIC_RECORD, Record,
                      RecordDescription, RecordReader, decode_record)
 
 __all__ = ["TOPIC_A", "TOPIC_B", "TOPIC_RECORD", "TOPIC_DESCRIPTION", "TOPIC_POINT_JOINTS", "TOPIC_POINT_ODOM",
-           "SECTIONS", "Record", "RecordDescription", "RecordReader", "decode_record"]
+           "SECTIONS", "Record", "RecordDescription", "RecordReader", "decode_record", "TOPIC_REQUEST", "TOPIC_ANSWER",
+           "HorizonAnswer", "HorizonClient", "HorizonFuture", "decode_answer", "encode_request"]
