@@ -178,12 +178,18 @@ def _cmd_demo(args):
 
 
 def _cmd_bench(args):
-    from .bench import run_bench, run_soak
+    from .bench import run_bench, run_horizon_bench, run_soak
+
+    if args.horizon:
+        return _reporting_errors("bench-node", lambda: run_horizon_bench(
+            robots=(args.robots or "solo12").split(","), rate=float(args.rates or 500.0), knots=args.horizon,
+            request_hz=args.request_rate, seconds=args.seconds if args.seconds is not None else 10.0,
+            transports=(args.transport or "rclpy").split(","), pin=not args.no_pin))
 
     if args.soak:
         robots = (args.robots or "solo12").split(",")
         rates = [float(r) for r in (args.rates or "1000").split(",")]
-        transports = args.transport.split(",")
+        transports = (args.transport or "dds").split(",")
         if len(robots) != 1 or len(rates) != 1 or len(transports) != 1:
             print("sva-linearizer bench-node --soak: one robot, one rate and one transport", file=sys.stderr)
             return 2
@@ -194,7 +200,7 @@ def _cmd_bench(args):
         robots=(args.robots or "solo12,g1_29dof").split(","),
         rates=[float(r) for r in (args.rates or "500,1000").split(",")],
         seconds=args.seconds if args.seconds is not None else 10.0,
-        transports=args.transport.split(","), pin=not args.no_pin))
+        transports=(args.transport or "dds").split(","), pin=not args.no_pin))
 
 
 def _cmd_sim(args):
@@ -264,9 +270,14 @@ def add_subcommands(subparsers):
     b.add_argument("--report-every", type=float, default=60.0, help="--soak: seconds between progress lines")
     b.add_argument("--warmup", type=float, default=30.0,
                    help="--soak: seconds of output before the measured span starts (default 30)")
-    b.add_argument("--transport", default="dds",
+    b.add_argument("--transport", default=None,
                    help="the node's transport (and the publisher's and receiver's): dds, rclpy, or both "
-                        "comma-separated (default dds)")
+                        "comma-separated (default dds; --horizon: rclpy)")
+    b.add_argument("--horizon", type=int, default=0, metavar="N",
+                   help="a planner requests N knots (a trot schedule, solo12's four feet) at --request-rate "
+                        "beside the per-state stream at --rates (one rate, default 500): round trip and "
+                        "stream rate (default transport rclpy)")
+    b.add_argument("--request-rate", type=float, default=50.0, help="--horizon: requests per second (default 50)")
     b.add_argument("--no-pin", action="store_true",
                    help="do not pin the node to a core of its own (default: the node gets the last CPU, "
                         "publisher and receiver the others)")
