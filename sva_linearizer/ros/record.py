@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import array
 import json
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -252,7 +253,7 @@ def decode_record(data, description: RecordDescription) -> Record:
         if n == 0:
             continue
         shape = shapes[name]
-        if n != int(np.prod(shape)) or off < HEADER_SIZE or off + n > x.size:
+        if n != math.prod(shape) or off < HEADER_SIZE or off + n > x.size:
             raise ValueError(f"linearization/record: section {name} at {off} with {n} values does not fit "
                              f"a {shape} in {x.size} values")
         parts[name] = x[off:off + n].reshape(shape)
