@@ -665,7 +665,10 @@ class LinearizerNode:
         timer = self._wait_timer
         if timer is not None and bool(self._waiting) != self._wait_timer_armed:
             self._wait_timer_armed = bool(self._waiting)
-            timer.reset() if self._waiting else timer.cancel()
+            if self._waiting:
+                timer.reset()           # armed only when the first joint state starts to wait: a reset
+            else:                       # on every arrival would put its firing off indefinitely
+                timer.cancel()
         return result
 
     def _on_wait_timer(self):
