@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """The node's answers to a planner's horizon requests, in-process (the wire format of
-sva_linearizer.ros.horizon, the worker of horizon_service): each knot's record equals what
+sva_linearizer.ros.node.horizon, the worker of horizon_service): each knot's record equals what
 linearize gives at that knot with the contacts the request activates there; a bad request gets an
 answer with its id naming the problem, never knots; the per-state stream goes on."""
 import time
@@ -14,12 +14,12 @@ pytest.importorskip("cyclonedds", reason="the in-memory transport's message clas
 import sva_linearizer as sl  # noqa: E402
 from fd_tools import e_max  # noqa: E402
 from ros_helpers.fake_transport import FakeTransport  # noqa: E402
-from sva_linearizer.ros.horizon import (MAX_KNOTS, STATUS_BAD_REQUEST, STATUS_KNOT_FAILED, TOPIC_ANSWER,  # noqa: E402
+from sva_linearizer.ros.node.horizon import (MAX_KNOTS, STATUS_BAD_REQUEST, STATUS_KNOT_FAILED, TOPIC_ANSWER,  # noqa: E402
                                         TOPIC_REQUEST, decode_answer, encode_request, request_msg)
-from sva_linearizer.ros.messages import joint_state_msg  # noqa: E402
-from sva_linearizer.ros.node import LinearizerNode  # noqa: E402
+from sva_linearizer.ros.wire.messages import joint_state_msg  # noqa: E402
+from sva_linearizer.ros.node.node import LinearizerNode  # noqa: E402
 from sva_linearizer.robots import load_robot  # noqa: E402
-from sva_linearizer.ros.record import RecordDescription  # noqa: E402
+from sva_linearizer.ros.node.record import RecordDescription  # noqa: E402
 
 FEET = ["FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT"]
 

@@ -19,8 +19,8 @@ pytest.importorskip("rclpy", reason="the pairing tests need ROS 2's rclpy as the
 
 from ros_helpers.dds_harness import Harness  # noqa: E402
 from ros_helpers.stamp_stream import odom_tag  # noqa: E402
-from sva_linearizer.ros.demo import start_process, stop_process  # noqa: E402
-from sva_linearizer.ros.loopback import loopback_env  # noqa: E402
+from sva_linearizer.ros.demo.demo import start_process, stop_process  # noqa: E402
+from sva_linearizer.ros.transports.loopback import loopback_env  # noqa: E402
 
 HERE = pathlib.Path(__file__).resolve().parent
 SECONDS = 3.0

@@ -14,9 +14,9 @@ import pytest
 pytest.importorskip("cyclonedds", reason="the in-memory transport's message classes come from cyclonedds")
 
 from ros_helpers.fake_transport import FakeTransport  # noqa: E402
-from sva_linearizer.ros.messages import joint_state_msg, odometry_msg  # noqa: E402
-from sva_linearizer.ros.node import LinearizerNode  # noqa: E402
-from sva_linearizer.ros.record import RecordDescription, decode_record  # noqa: E402
+from sva_linearizer.ros.wire.messages import joint_state_msg, odometry_msg  # noqa: E402
+from sva_linearizer.ros.node.node import LinearizerNode  # noqa: E402
+from sva_linearizer.ros.node.record import RecordDescription, decode_record  # noqa: E402
 
 HERE = pathlib.Path(__file__).resolve().parent
 EIGEN = "/usr/include/eigen3"
@@ -95,7 +95,7 @@ def test_the_cpp_horizon_recipe_builds_a_request_and_reads_the_answer(horizon_cl
     the Python reader does, to the last bit."""
     import time
 
-    from sva_linearizer.ros.horizon import TOPIC_ANSWER, TOPIC_REQUEST, decode_answer, encode_request, request_msg
+    from sva_linearizer.ros.node.horizon import TOPIC_ANSWER, TOPIC_REQUEST, decode_answer, encode_request, request_msg
 
     T = FakeTransport()
     feet = ["FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT"]

@@ -11,7 +11,7 @@ import argparse
 import os
 import sys
 
-from .parameters import DEFAULT_PARAMETERS, NODE_NAME, PARAMETER_TYPES
+from .node.parameters import DEFAULT_PARAMETERS, NODE_NAME, PARAMETER_TYPES
 
 
 def _add_node_arguments(p):
@@ -44,7 +44,7 @@ def _collect_parameters(args, ros_args):
     With rclpy, ``--ros-args`` (and ``--config``, passed on as ``--params-file``) are read by rcl
     itself; only our own options become parameter overrides. The full set is still parsed here to
     report a bad parameter before any entity exists."""
-    from .parameter_files import load_params_file, parse_ros_args, parse_value, ros_identity
+    from .node.parameter_files import load_params_file, parse_ros_args, parse_value, ros_identity
 
     params, own = {}, {}
     name, namespace = ros_identity(ros_args, NODE_NAME, getattr(args, "namespace", "") or "")
@@ -79,12 +79,12 @@ def _rcl_args(args, ros_args):
 
 def run_node(args, ros_args=()) -> int:
     """Build the transport and the node, spin until SIGINT/SIGTERM (or --duration), exit 0."""
-    from .loopback import loopback_config, loopback_vars
-    from .node import LinearizerNode
-    from .parameter_files import ros_identity
-    from .parameters import normalize_parameters
-    from .prerequisites import choose_transport
-    from .transport import make_transport
+    from .node.node import LinearizerNode
+    from .node.parameter_files import ros_identity
+    from .node.parameters import normalize_parameters
+    from .transports.loopback import loopback_config, loopback_vars
+    from .transports.prerequisites import choose_transport
+    from .transports.transport import make_transport
 
     try:
         params, own = _collect_parameters(args, list(ros_args))
@@ -168,7 +168,7 @@ def _reporting_errors(name, fn):
 
 
 def _cmd_demo(args):
-    from .demo import run_control_demo, run_demo
+    from .demo.demo import run_control_demo, run_demo
 
     if args.control:
         return _reporting_errors("demo", lambda: run_control_demo(
@@ -178,7 +178,7 @@ def _cmd_demo(args):
 
 
 def _cmd_bench(args):
-    from .bench import run_bench, run_horizon_bench, run_soak
+    from .demo.bench import run_bench, run_horizon_bench, run_soak
 
     if args.horizon:
         return _reporting_errors("bench-node", lambda: run_horizon_bench(
@@ -204,7 +204,7 @@ def _cmd_bench(args):
 
 
 def _cmd_sim(args):
-    from .sim import run_sim_control, run_sim_publisher
+    from .demo.sim import run_sim_control, run_sim_publisher
 
     if args.mode == "control":
         return _reporting_errors("sim", lambda: run_sim_control(robot=args.robot, rate=args.rate, seconds=args.seconds,
@@ -217,7 +217,7 @@ def _cmd_sim(args):
 def _cmd_loopback_env(args) -> int:
     import shlex
 
-    from .loopback import loopback_vars
+    from .transports.loopback import loopback_vars
 
     for name, value in loopback_vars(args.domain_id if args.domain_id is not None else 0).items():
         if name != "ROS_DOMAIN_ID" or args.domain_id is not None:
@@ -226,7 +226,7 @@ def _cmd_loopback_env(args) -> int:
 
 
 def add_subcommands(subparsers):
-    from .control import CORRUPTIONS
+    from .demo.control import CORRUPTIONS
 
     """Register ``node``, ``demo`` and ``bench-node`` (and the helper ``sim``) on an argparse
     subparsers object; each sets ``func(args) -> int``."""

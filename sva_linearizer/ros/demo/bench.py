@@ -30,11 +30,11 @@ import time
 
 import numpy as np
 
+from ..client.record_reader import RecordReader
+from ..transports.loopback import loopback_config, loopback_env, loopback_vars, private_domain_id
+from ..transports.transport_dds import DdsTransport
+from ..transports.transport_rclpy import RclpyTransport
 from .demo import start_process, stop_process
-from .record import RecordReader
-from .loopback import loopback_config, loopback_env, loopback_vars, private_domain_id
-from .transport_dds import DdsTransport
-from .transport_rclpy import RclpyTransport
 
 # the node runs with the full record: the discrete part too (Ad, Bd, the predicted next state)
 RECORD_DT = 0.01
@@ -158,7 +158,7 @@ def bench_horizon_case(robot="solo12", rate=500.0, knots=50, request_hz=50.0, se
     round trip request -> answer decoded (rt_p50, rt_p99, rt_max, ms) and the node's CPU per second."""
     from sva_linearizer.robots import load_robot
 
-    from .horizon_client import HorizonClient
+    from ..client.horizon_client import HorizonClient
 
     feet = HORIZON_FEET.get(robot)
     if feet is None:

@@ -5,7 +5,7 @@ Three processes on a private DDS domain confined to 127.0.0.1: the simulated rob
 Solo-12 standing still on its four feet, or the bundled quadruped when example-robot-data is not
 installed; it publishes joint_states, odom and the active contact set), the node (``sva-linearizer
 node --transport dds`` with the four feet as world-aligned point contacts), and this one, which
-reads the node's linearization records (:class:`~sva_linearizer.ros.record.RecordReader`) and
+reads the node's linearization records (:class:`~sva_linearizer.ros.client.record_reader.RecordReader`) and
 prints sizes, stamp, latency, a few eigenvalues of A and the contact forces for a few seconds;
 then everything is stopped and the demo exits. A robot with
 no known feet (``--robot ur5``) runs as before: free motion under a joint PD controller.
@@ -25,11 +25,11 @@ import time
 
 import numpy as np
 
-from .._child import same_package
-from .qos import QOS_OUTPUT
-from .record import RecordReader
-from .loopback import loopback_config, loopback_env, private_domain_id
-from .transport_dds import DdsTransport
+from ..._child import same_package
+from ..client.record_reader import RecordReader
+from ..transports.loopback import loopback_config, loopback_env, private_domain_id
+from ..transports.transport_dds import DdsTransport
+from ..wire.qos import QOS_OUTPUT
 
 
 def _pump(stream, sink, prefix, echo):

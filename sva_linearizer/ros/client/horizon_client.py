@@ -1,15 +1,14 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """A planner's side of the horizon topics, on any of the package's transports (rclpy or DDS).
 
-    from sva_linearizer.ros import HorizonClient
-    from sva_linearizer.ros.transport import make_transport
+    from sva_linearizer.ros import HorizonClient, make_transport
 
     t = make_transport("auto", "my_planner")
     client = HorizonClient(t)
     client.wait_for_node(10.0)                     # the description and the node's request reader
     future = client.request(q, v, tau, dt=0.01, active=schedule)    # (N, ...) arrays, model order
     answer = future.result(timeout=1.0)            # spins t while waiting; or request(..., callback=f)
-    answer.knots[k].Ad, answer.stacked("Ad")       # the records of the knots (sva_linearizer.ros.record)
+    answer.knots[k].Ad, answer.stacked("Ad")       # the records of the knots (sva_linearizer.ros.node.record)
 
 The knots are given in the order of the description's ``joint_names`` (its ``z``) and ``contacts``.
 A refused request is an answer too: ``answer.ok`` is False and ``answer.error`` says why.
@@ -20,10 +19,10 @@ import os
 import threading
 import time
 
-from .horizon import (TOPIC_ANSWER, TOPIC_REQUEST, HorizonAnswer, answer_request_id, decode_answer, encode_request,
-                      request_msg)
-from .qos import QOS_DESCRIPTION, QOS_OUTPUT, QOS_REQUEST
-from .record import TOPIC_DESCRIPTION, RecordDescription
+from ..node.horizon import (TOPIC_ANSWER, TOPIC_REQUEST, HorizonAnswer, answer_request_id, decode_answer,
+                            encode_request, request_msg)
+from ..node.record import TOPIC_DESCRIPTION, RecordDescription
+from ..wire.qos import QOS_DESCRIPTION, QOS_OUTPUT, QOS_REQUEST
 
 
 class HorizonFuture:

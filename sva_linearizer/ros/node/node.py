@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """The linearizer node's logic, written once for every transport (rclpy or plain DDS).
 
-:class:`LinearizerNode` takes a *transport* (see :mod:`sva_linearizer.ros.transport`) and the
-node parameters (names, defaults and checks in :mod:`sva_linearizer.ros.parameters`). It
+:class:`LinearizerNode` takes a *transport* (see :mod:`sva_linearizer.ros.transports.transport`) and the
+node parameters (names, defaults and checks in :mod:`sva_linearizer.ros.node.parameters`). It
 
 * holds the model, built from the ``robot_description`` parameter (URDF XML), else ``urdf_path``,
   else ``robot`` (a name known to :mod:`sva_linearizer.robots`), else from the robot_description
@@ -20,7 +20,7 @@ node parameters (names, defaults and checks in :mod:`sva_linearizer.ros.paramete
   instead of queueing; ``max_rate`` limits further by input stamp), linearizes with
   :func:`sva_linearizer.linearize` (with ``dt`` > 0 also Ad, Bd and :func:`sva_linearizer.next_state`)
   and publishes the linearization record ``linearization/record``: A, B, the point, the drift and
-  the rest in one message (:mod:`sva_linearizer.ros.record`; its names in
+  the rest in one message (:mod:`sva_linearizer.ros.node.record`; its names in
   ``linearization/description``), then, for tools and consumers of the matrices alone, the point as
   ``linearization/point/joint_state`` and ``/odom`` (``publish_point``) and ``linearization/A``,
   ``/B`` (``publish_a_b``);
@@ -62,12 +62,12 @@ from sva_linearizer._jit import group_state, on_ready
 
 from sva_linearizer.labels import z_names
 
+from ..wire.messages import TOPIC_A, TOPIC_B, joint_state_msg, make_time, matrix_to_msg, odometry_msg, stamp_to_ns
+from ..wire.qos import (QOS_CONTACTS, QOS_DESCRIPTION, QOS_FORCES, QOS_ODOM, QOS_OUTPUT, QOS_STATE,  # noqa: F401
+                        QOS_STATE_PUB)
 from .horizon_service import HorizonService
 from .log import Throttle
-from .messages import TOPIC_A, TOPIC_B, joint_state_msg, make_time, matrix_to_msg, odometry_msg, stamp_to_ns
 from .parameters import contact_specs, loop_specs, normalize_parameters
-from .qos import (QOS_CONTACTS, QOS_DESCRIPTION, QOS_FORCES, QOS_ODOM, QOS_OUTPUT, QOS_STATE,  # noqa: F401
-                  QOS_STATE_PUB)
 from .record import (TOPIC_DESCRIPTION, TOPIC_POINT_JOINTS, TOPIC_POINT_ODOM, TOPIC_RECORD, description_json,
                      encode_record, record_msg, stamp_section)
 

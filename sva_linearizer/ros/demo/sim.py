@@ -21,7 +21,7 @@ import numpy as np
 import sva_linearizer as sl
 from sva_linearizer.spatial import matrix_to_quat, se3_exp
 
-from .messages import contacts_msg, joint_state_msg, odometry_msg
+from ..wire.messages import contacts_msg, joint_state_msg, odometry_msg
 
 
 class SimRobot:
@@ -146,8 +146,8 @@ def run_sim_publisher(robot="quadruped", rate=100.0, seconds=None, mode="dynamic
     """Publish odom (floating base) then joint_states at ``rate`` Hz, stamped with wall time."""
     from sva_linearizer.robots import load_robot
 
-    from .node import QOS_STATE_PUB
-    from .transport import make_transport
+    from ..node.node import QOS_STATE_PUB
+    from ..transports.transport import make_transport
 
     model = load_robot(robot)
     own = transport is None
@@ -270,8 +270,8 @@ def run_sim_control(robot="quadruped", rate=100.0, seconds=10.0, plant="pinocchi
     round trip (state out -> command in)."""
     from sva_linearizer.robots import load_robot
 
-    from .node import QOS_STATE_PUB
-    from .transport import make_transport
+    from ..node.node import QOS_STATE_PUB
+    from ..transports.transport import make_transport
 
     model = load_robot(robot)
     feet = STANDING_FEET.get(robot) if model.floating_base else None

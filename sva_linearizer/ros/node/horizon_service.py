@@ -18,10 +18,10 @@ import numpy as np
 
 import sva_linearizer as sl
 
+from ..wire.qos import QOS_OUTPUT, QOS_REQUEST
 from .horizon import (STATUS_BAD_REQUEST, STATUS_KNOT_FAILED, STATUS_SUPERSEDED, TOPIC_ANSWER, TOPIC_REQUEST,
                       BadRequest, HorizonRequest, answer_msg, decode_request, encode_answer, error_answer,
                       knot_records)
-from .qos import QOS_OUTPUT, QOS_REQUEST
 from .record import RecordDescription
 
 #: requests that may wait for the worker; an older one waiting beyond this is superseded
