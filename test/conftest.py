@@ -11,7 +11,9 @@ selected, its process starts as soon as the selection is known and the test wait
 checks its result; it is stopped at the end of the session if it still runs.
 
 Under CI a skipped test fails the run, unless its reason is one that ci_skips.py allows (parts of
-ROS 2 that no package index serves).
+ROS 2 that no package index serves), and so does a test module that skips at import.
+A test module that skips or fails at import does so alone, also under launch_testing's pytest
+plugin, which imports every test module while collecting (collection_guard.py).
 Which empty cache: when the suite's own cache is cold at the start (a fresh clone, as in CI), the
 suite's own, so that its kernels compile once for both (the suite's first compiled calls wait
 for the user process's background compile, or it for theirs: one cache lock); else a folder of
@@ -27,6 +29,7 @@ import pytest
 
 import ci_skips
 from ci_skips import pytest_collectreport, pytest_runtest_logreport, pytest_terminal_summary  # noqa: F401 (hooks)
+from collection_guard import pytest_pycollect_makemodule  # noqa: F401 (hook)
 
 os.environ.setdefault("SVA_LINEARIZER_COMPILE", "wait")
 

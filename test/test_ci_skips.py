@@ -55,3 +55,17 @@ def test_a_module_level_skip_counts_too(tmp_path):
         "import pytest\nrosbags = pytest.importorskip('rosbags_not_installed_here')\n\ndef test_x():\n    pass\n")
     r = _pytest(tmp_path, ci=True)
     assert r.returncode == 1 and "could not import 'rosbags_not_installed_here'" in r.stdout, r.stdout
+
+
+def test_a_skip_at_import_fails_under_ci_whatever_its_reason(tmp_path):
+    """Even launch_testing's allowed reason: raised at import, under launch_testing's plugin it would
+    skip the other files with it; in CI the launch test skips inside a test."""
+    (tmp_path / "test_suite.py").write_text("def test_runs():\n    pass\n")
+    (tmp_path / "test_launch.py").write_text(
+        "import pytest\npytest.skip('launch_testing (ROS 2) is not installed', allow_module_level=True)\n\n"
+        "def test_launch():\n    pass\n")
+    r = _pytest(tmp_path, ci=True)
+    assert r.returncode == 1 and "skips CI does not allow" in r.stdout, r.stdout
+    assert "test_launch.py: launch_testing (ROS 2) is not installed (at import" in r.stdout, r.stdout
+    r = _pytest(tmp_path, ci=False)
+    assert r.returncode == 0 and "1 passed, 1 skipped" in r.stdout, r.stdout
