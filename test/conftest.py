@@ -88,6 +88,11 @@ def _start_cold_compile():
     _cold.update(dir=folder, env=env, cache_dirs=dirs, proc=proc, out=out, err=err)
 
 
+def pytest_configure(config):
+    # launch_testing's mark (test_ros_launch.py), known where launch_testing's plugin is not loaded too
+    config.addinivalue_line("markers", "launch_test: launch_testing's launch test entry point")
+
+
 def pytest_collection_finish(session):
     """Start the cold compile once the selection (after -k, -m, deselection) is final."""
     from sva_linearizer import _jit
