@@ -6,8 +6,11 @@ does what its plugin's collection hook does (launch_testing 1.0.7, 3.4.3, 3.7.1:
 find_launch_test_entrypoint), and nothing else."""
 import os
 import pathlib
+import re
 import subprocess
 import sys
+
+from packaging.requirements import Requirement
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -73,3 +76,13 @@ def test_the_launch_test_skips_inside_a_test(tmp_path):
     listed = r.stdout.split("skipped tests, with their reasons")[1]
     assert "test/test_ros_launch.py::test_launch_file_under_launch_testing: " in listed, r.stdout
     assert "(at import)" not in listed, r.stdout
+
+
+def test_the_pytest_range_loads_launch_testings_plugin():
+    """pytest 9.1 refuses the plugin of launch_testing up to Jazzy's 3.4.11, Kilted's 3.8.8 and every
+    Humble release (docs/ros.md): the `test` extra stops below it, and CI's pin lies in its range."""
+    extra = re.search(r'"test": \[([^\]]*)\]', (ROOT / "setup.py").read_text()).group(1)
+    spec = next(r.specifier for r in map(Requirement, re.findall(r'"([^"]+)"', extra)) if r.name == "pytest")
+    pin = re.search(r"^pytest==(\S+)", (ROOT / "requirements-ci-base.txt").read_text(), re.M).group(1)
+    assert pin in spec and "7.0.1" in spec and "9.0.3" in spec, (spec, pin)
+    assert "9.1.0" not in spec and "9.2.0" not in spec, spec
