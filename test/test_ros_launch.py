@@ -71,10 +71,17 @@ if MISSING is None:
     @pytest.mark.launch_test
     def generate_test_description():
         return launch.LaunchDescription([
-            launch.actions.IncludeLaunchDescription(
-                PythonLaunchDescriptionSource(str(ROOT / "launch" / "linearizer.launch.py")),
-                launch_arguments={"config": str(ROOT / "config" / "ur5.yaml"),
-                                  "namespace": "launch_test"}.items()),
+            # the node is the ament index's copy, a source tree of its own for numba: compiled, it would
+            # compile every kernel first (minutes; the suite's SVA_LINEARIZER_COMPILE=wait makes it wait
+            # for that); the same functions run as plain Python (test_ros_colcon.py does the same). Scoped:
+            # launch's environment is this process's os.environ
+            launch.actions.GroupAction([
+                launch.actions.SetEnvironmentVariable("SVA_LINEARIZER_NO_JIT", "1"),
+                launch.actions.IncludeLaunchDescription(
+                    PythonLaunchDescriptionSource(str(ROOT / "launch" / "linearizer.launch.py")),
+                    launch_arguments={"config": str(ROOT / "config" / "ur5.yaml"),
+                                      "namespace": "launch_test"}.items()),
+            ], scoped=True),
             launch_testing.actions.ReadyToTest(),
         ])
 
