@@ -381,5 +381,5 @@ def _quadruped_verdict(log, ctrl, out) -> int:
     ]
     ok = all(c for _, c in checks)
     print("demo --control --horizon: " + "; ".join(f"{text}: {'met' if c else 'NOT met'}" for text, c in checks)
-          + f": {'met' if ok else 'NOT met'}", file=out, flush=True)
+          + f". The quadruped's task: {'met' if ok else 'NOT met'}", file=out, flush=True)
     return 0 if ok else 1

@@ -14,24 +14,27 @@ for the last knot, x_N is x_next_{N-1} itself and d = 0), a deviation z_k = x_k'
 trajectory from the knots obeys z_{k+1} = Ad_k z_k + Bd_k du_k + d_k to first order, with z_0 = 0
 (the measured state cannot move). The controller takes one SQP (iLQR) step on
 
-    sum_{k=1..N-1} |x_k' (-) x_ref(t_k)|^2_Q  +  |x_N' (-) x_ref(t_N)|^2_P  +  sum_{k=0..N-1} |du_k|^2_R
+    sum_{k=1..N-1} |x_k' (-) x_ref(t_k)|^2_Q  +  |x_N' (-) x_ref(t_N)|^2_P  +  sum_{k=0..N-1} |u_k' - u_{k-1}'|^2_R
 
-(e_k = x_k (-) x_ref(t_k) linearized as e_k + z_k; P the discrete Riccati solution at the last
-knot's (Ad, Bd), the infinite-horizon cost-to-go; R penalises the step du from the last solution,
-as RecordLQR penalises the change from the running torque): one Riccati backward pass along the
-knots gives du_k = k_k + K_k z_k, a forward pass x_{k+1}' = x_next_k (+) (Ad_k z_k + Bd_k du_k)
-the new trajectory. It sends u_0 + du_0 (z_0 = 0: the feed-forward k_0), and keeps x_1' .. x_N',
-u_1' .. u_{N-1}' (the last input repeated) as the next period's knots: the warm start, shifted by
-one period, whose knot 0 the next measurement replaces.
+with u_{-1}' the torque the robot runs now (the record's tau), e_k = x_k (-) x_ref(t_k) linearized
+as e_k + z_k, and P the discrete Riccati solution of the last knot's (Ad, Bd, Q, R): with N = 1
+this is RecordLQR's program exactly. One Riccati backward pass along the knots, on the state
+[z_k; du_{k-1}] (the torque's change couples neighbouring knots), gives du_k = k_k + K_k [z_k;
+du_{k-1}]; a forward pass x_{k+1}' = x_next_k (+) (Ad_k z_k + Bd_k du_k) the new trajectory. It
+sends u_0 + du_0 (z_0 = 0: the feed-forward k_0), and keeps x_1' .. x_N', u_1' .. u_{N-1}' (the
+last input repeated) as the next period's knots: the warm start, shifted by one period, whose
+knot 0 the next measurement replaces.
 
-The Riccati pass is invariant under Bd_k -> -Bd_k together with du_k -> -du_k: a sign flipped on
-one knot's Bd beyond knot 0 leaves the plan's states and u_0 unchanged (it only spoils that knot's
-stored input, which the next step repairs as a defect); on knot 0 it turns the command around.
-:data:`HORIZON_CORRUPTIONS` damage the answer (or the request) on purpose.
+Where R is negligible (the demo's cost), the pass is all but invariant under Bd_k -> -Bd_k with
+du_k -> -du_k: a sign flipped on the Bd of a knot between the first and the last leaves u_0 as it
+was and spoils only that knot's stored input, which the next step repairs as a defect. On knot 0 it
+turns the command around; on the last knot, whose stored input is also its own warm start one
+period on, the spoiled input feeds back and grows until the loop fails. :data:`HORIZON_CORRUPTIONS`
+damage the answer (or the request) on purpose.
 """
 from __future__ import annotations
 
-from dataclasses import replace
+from copy import copy
 
 import numpy as np
 from scipy.linalg import solve_discrete_are
@@ -65,7 +68,9 @@ def corrupt_knots(knots: list, how: str | None) -> list:
     if how == "knots_reversed":
         return knots[::-1]
     if how == "Bd_flipped":
-        return [replace(knots[0], Bd=-knots[0].Bd)] + list(knots[1:])
+        first = copy(knots[0])
+        first.Bd = -first.Bd
+        return [first] + list(knots[1:])
     return knots
 
 
@@ -74,8 +79,8 @@ class HorizonMPC:
 
     N knots dt apart; reference(t) -> (q_ref, v_ref); Q (2nv x 2nv), R (nj x nj); schedule(t) ->
     active (C,) bools per contact of the description (None: no contacts). ``knots(q, v, t)`` gives
-    the request's knots for a measured state at time t; ``step(records)`` the torque to send from
-    the answer's N records (each with Ad, Bd, q_next, v_next)."""
+    the request's knots for a measured state at time t; ``step(records, tau_running)`` the torque
+    to send from the answer's N records (each with Ad, Bd, q_next, v_next)."""
 
     def __init__(self, N: int, dt: float, reference, Q: np.ndarray, R: np.ndarray, floating_base: bool,
                  schedule=None) -> None:

@@ -334,6 +334,7 @@ def run_sim_control(robot="quadruped", rate=100.0, seconds=10.0, plant="pinocchi
             pub_js.publish(joint_state_msg(T, stamp, names, q, v, tau))
 
     start = time.monotonic()
+    code = 0
     try:
         while steps is None or k < steps:
             stamp = t0_ns + int(round(k * period * 1e9))
@@ -359,7 +360,7 @@ def run_sim_control(robot="quadruped", rate=100.0, seconds=10.0, plant="pinocchi
                 tau = latest["tau"]
             wrench = None
             t = k * period
-            if feet and push_at <= t < push_at + push_seconds:
+            if feet and push_force and push_at <= t < push_at + push_seconds:
                 if not pushed:
                     print(f"sim: push: {push_force * weight:.1f} N along the world y axis on the base for "
                           f"{push_seconds:g} s at t = {t:.2f} s", file=out, flush=True)
@@ -367,9 +368,14 @@ def run_sim_control(robot="quadruped", rate=100.0, seconds=10.0, plant="pinocchi
                 R = sl.State.from_vectors(model, q, v).R
                 wrench = np.r_[R.T @ np.array([0.0, push_force * weight, 0.0]), np.zeros(3)]
             q, v = sim.step(q, v, tau, period, 10, base_wrench=wrench)
+            k += 1
+            if not (np.all(np.isfinite(q)) and np.all(np.isfinite(v))):
+                print(f"sim: the robot's state is no longer finite after {k * period:.2f} s: stopping", file=out,
+                      flush=True)
+                code = 1
+                break
             if lifted is not None:
                 _lift_stats(lifted, sim, q, flags)
-            k += 1
             while (left := start + k * period - time.monotonic()) > 0:
                 transport.spin_once(min(left, 0.005))
     except KeyboardInterrupt:
@@ -391,7 +397,7 @@ def run_sim_control(robot="quadruped", rate=100.0, seconds=10.0, plant="pinocchi
                   file=out, flush=True)
         if own:
             transport.close()
-    return 0
+    return code
 
 
 def _lift_stats(lifted, sim, q, flags) -> None:
