@@ -68,7 +68,7 @@ class _Horizon:
 
     def __init__(self, mpc, client, dt, corrupt, lift_index=None):
         self.mpc, self.client, self.dt, self.corrupt = mpc, client, dt, corrupt
-        self.name = f"horizon MPC ({mpc.N} knots)"
+        self.name = f"horizon MPC ({mpc.N} knot{'s' if mpc.N != 1 else ''})"
         self.future, self.rec, self.sent = None, None, 0.0
         self.round_trip_ms, self.lift_index = [], lift_index
         self.knots_off = 0          # answers' knots with the lifted foot inactive
