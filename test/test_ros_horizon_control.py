@@ -51,16 +51,19 @@ def test_a_quadruped_shifts_its_weight_and_lifts_a_foot_on_the_schedule():
     m = re.search(r"base within ([\d.]+) mm of its plan .*?: met; rotation from the plan at most ([\d.]+) mrad .*?: "
                   r"met; \w+ lifted ([\d.]+) mm .*?: met; put down ([\d.]+) mm from where it stood, ([\d.]+) mm at "
                   r"the end .*?: met; normal forces on the feet in contact while it was up at least ([-\d.]+) N, on "
-                  r"all four over the last 0.1 s ([-\d.]+) N .*?: met; knots with \w+ off the ground: (\d+): met\. "
-                  r"The quadruped's task: met", out)
+                  r"all four over the last 0.1 s ([-\d.]+) N .*?: met; knots with \w+ off the ground: (\d+), "
+                  r"records: (\d+): met\. The quadruped's task: met", out)
     assert rc == 0 and m, out
     base, rot, high, touchdown, end, fz_up, fz_end = (float(x) for x in m.groups()[:7])
     B = tasks.QUADRUPED_BOUNDS
     assert base * 1e-3 <= B["base_m"] and rot * 1e-3 <= B["tilt_rad"] and high * 1e-3 >= B["lift_min_m"]
     assert max(touchdown, end) * 1e-3 <= B["touchdown_m"] and min(fz_up, fz_end) > B["normal_force_min_n"]
-    # every knot inside the lift's span came back with the foot inactive, and no other
+    # every knot inside the lift's span came back with the foot inactive, and no other (each period's
+    # request holds N knots: every period of the lift is in N requests)
     periods_up = round((tasks.LIFT[1] - tasks.LIFT[0]) * RATE)
     assert int(m.group(8)) == periods_up * KNOTS, out
+    # and the node's per-state records followed the simulator's contact set on `contacts`
+    assert int(m.group(9)) == periods_up, out
     assert "sim: push" not in out and re.search(r"0 periods without one, 0 refused", out), out
 
 
