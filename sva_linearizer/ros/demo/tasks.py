@@ -9,8 +9,9 @@
 - **The quadruped shifts its weight and lifts a foot**: standing on its four feet, it moves its
   base so that its centre of mass lies inside the triangle of the three other feet
   (:data:`SHIFT`), lifts :data:`LIFT_FOOT` for :data:`LIFT` (its height following a sin^2 bump of
-  :data:`FOOT_HEIGHT`), puts it down where it stood, and stands. The contact schedule (the foot
-  inactive while lifted) is the plant's and the knots'. Its bounds: :data:`QUADRUPED_BOUNDS`.
+  :data:`FOOT_HEIGHT`), puts it down where it stood, and moves its base back (:data:`SHIFT_BACK`).
+  The contact schedule (the foot inactive while lifted) is the plant's and the knots'. Its bounds:
+  :data:`QUADRUPED_BOUNDS`.
 
 The references are kinematic plans, made here with the package's kinematics (frame placements and
 Jacobians for the legs' inverse kinematics); the controller's dynamics come from the node alone.
@@ -66,9 +67,9 @@ def arm_reference(q0: np.ndarray, swing: float, hz: float, dt: float | None = No
 
 
 # ------------------------------------------------------------------ the quadruped
-#: The foot lifted, when (s, into the loop), how high (m); the weight shift's span (s) and how far
-#: into the support triangle of the three other feet the centre of mass moves (0: where it stands,
-#: 1: the triangle's centroid).
+#: The foot lifted, when (s, into the loop), how high (m); the weight shift's span and its return's
+#: (s), and how far into the support triangle of the three other feet the centre of mass moves (0:
+#: where it stands, 1: the triangle's centroid).
 LIFT_FOOT = "FL_FOOT"
 SHIFT = (0.1, 0.6)
 LIFT = (0.8, 1.3)
