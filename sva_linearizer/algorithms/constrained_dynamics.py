@@ -153,6 +153,62 @@ def _chol_inverse(L, Kinv, W):
                 Kinv[i, j] += a * W[k, j]
 
 
+@njit(inline="always")
+def kkt_solve(Minv, Jc, r0, nu, V1, YT, Y, K, L, Kinv, rhs, keep, lam):
+    """The Delassus solve that the contact dynamics and the impacts share: for the rows Jc (m x nv)
+    with the terms r0 (m x 1) and the velocity or acceleration nu that Minv maps the constraint
+    forces into (in: without them, nu_free or v-; out: with them),
+        Y = Minv Jc^T,  K = Jc Minv Jc^T (Cholesky: _cholesky_ok),  lambda = -K^-1 (Jc nu + r0),
+        nu += Y lambda,
+    the rows that _cholesky_ok drops (dependent on those before them) carrying no force and checked
+    to hold: Jc nu + r0 = 0 there too. Leaves Y^T, Y, K^-1 (zero on the dropped rows' rows and
+    columns) and keep (1 / 0 per row) for the derivatives; V1 (nv x 1): a copy of nu on entry; K,
+    L, rhs: scratch. m = 0 leaves nu as it is. Returns 0 or CONTACTS_SINGULAR."""
+    nv, mc = nu.shape[0], lam.shape[0]
+    if mc == 0:
+        return 0
+    for i in range(nv):
+        V1[i, 0] = nu[i]
+    matmul(Jc, Minv, YT)                                        # Y^T = Jc Minv (Minv symmetric)
+    for i in range(nv):
+        for r in range(mc):
+            Y[i, r] = YT[r, i]
+    matmul(Jc, Y, K)                                            # K = Jc Minv Jc^T
+    for i in range(mc):
+        for c in range(i + 1, mc):
+            K[i, c] = K[c, i] = 0.5 * (K[i, c] + K[c, i])
+    if not _cholesky_ok(K, L, keep):
+        return CONTACTS_SINGULAR
+    _chol_inverse(L, Kinv, K)                                    # (K: scratch from here on)
+    for r in range(mc):                                          # dependent rows: no force
+        if any_lane(keep[r, 0] == 0.0):                           # (the same rows in every lane)
+            for c in range(mc):
+                Kinv[r, c] = 0.0
+                Kinv[c, r] = 0.0
+    matmul(Jc, V1, rhs)                                         # Jc nu
+    for r in range(mc):
+        rhs[r, 0] += r0[r, 0]
+    for r in range(mc):
+        acc = 0.0
+        for s in range(mc):
+            acc += Kinv[r, s] * rhs[s, 0]
+        lam[r] = -acc
+    for i in range(nv):
+        acc = 0.0
+        for r in range(mc):
+            acc += Y[i, r] * lam[r]
+        nu[i] += acc
+    for r in range(mc):                                          # the dropped rows hold as well
+        if any_lane(keep[r, 0] == 0.0):
+            acc, size = r0[r, 0], abs(r0[r, 0])
+            for c in range(nv):
+                acc += Jc[r, c] * nu[c]
+                size += abs(Jc[r, c] * nu[c])
+            if not all_lanes(abs(acc) <= 1e-7 * (1.0 + size)):
+                return CONTACTS_SINGULAR
+    return 0
+
+
 def _ws_shapes(nv, n, mc, mf):
     """The shapes of the contact pipeline's scratch arrays, in the order _carve_ws returns them:
     Jc, Y^T, Y, K, L, K^-1, r0, rhs, G (D + E, then Y dlambda/dz), Jc G - Ar, Ar, B0, a vector, Jf,
@@ -241,45 +297,9 @@ def constrained_acceleration(m, d, q, vel, tau, fset, fvec, cset, ws, lam):
         set_rows(m, d, q, vel, zero, bool(False), ci, cp, co, cbuf, ccols)
         set_gather(nv, ci, co, cbuf, 0, Jc)
         set_gather(nv, ci, co, cbuf, 1, r0)
-        for i in range(nv):
-            zero[i] = nu[i]                                      # V1 := nu_free (done with zero)
-        matmul(Jc, Minv, YT)                                    # Y^T = Jc Minv (Minv symmetric)
-        for i in range(nv):
-            for r in range(mc):
-                Y[i, r] = YT[r, i]
-        matmul(Jc, Y, K)                                        # K = Jc Minv Jc^T
-        for i in range(mc):
-            for c in range(i + 1, mc):
-                K[i, c] = K[c, i] = 0.5 * (K[i, c] + K[c, i])
-        if not _cholesky_ok(K, L, keep):
-            return CONTACTS_SINGULAR
-        _chol_inverse(L, Kinv, K)                                # (K: scratch from here on)
-        for r in range(mc):                                      # dependent rows: no force
-            if any_lane(keep[r, 0] == 0.0):                       # (the same rows in every lane)
-                for c in range(mc):
-                    Kinv[r, c] = 0.0
-                    Kinv[c, r] = 0.0
-        matmul(Jc, V1, rhs)                                     # Jc nu_free
-        for r in range(mc):
-            rhs[r, 0] += r0[r, 0]
-        for r in range(mc):
-            acc = 0.0
-            for s in range(mc):
-                acc += Kinv[r, s] * rhs[s, 0]
-            lam[r] = -acc
-        for i in range(nv):
-            acc = 0.0
-            for r in range(mc):
-                acc += Y[i, r] * lam[r]
-            nu[i] += acc
-        for r in range(mc):                                      # the dropped rows hold as well
-            if any_lane(keep[r, 0] == 0.0):
-                acc, size = r0[r, 0], abs(r0[r, 0])
-                for c in range(nv):
-                    acc += Jc[r, c] * nu[c]
-                    size += abs(Jc[r, c] * nu[c])
-                if not all_lanes(abs(acc) <= 1e-7 * (1.0 + size)):
-                    return CONTACTS_SINGULAR
+        status = kkt_solve(Minv, Jc, r0, nu, V1, YT, Y, K, L, Kinv, rhs, keep, lam)
+        if status != 0:
+            return status
         set_wrench(nv, d.fext, d.t6[3], ci, cp, co, cbuf, ccols, lam, True, noE)
     return 0
 
