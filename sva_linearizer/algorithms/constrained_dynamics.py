@@ -88,8 +88,9 @@ DEPENDENT = 1e-10   # a row whose pivot is below this times K's largest diagonal
 def _cholesky_ok(K, L, keep):
     """L L^T = K (lower L) over the independent rows, in their order: row c is dependent when its
     pivot K[c, c] - sum_k L[c, k]^2 (over the rows kept before it) is at most DEPENDENT times K's
-    largest diagonal entry; it is then dropped (keep[c] = 0; an identity row and column in L, so
-    that L L^T is K on the kept rows and the identity on the dropped ones). False if a pivot is
+    largest diagonal entry; it is then dropped (keep[c] = 0; an identity row and column in L, its
+    entries in the kept columns computed before its pivot zeroed too, so that L L^T is K on the
+    kept rows and the identity on the dropped ones). False if a pivot is
     not a number or cond(K) on the kept rows ~ (max/min pivot)^2 > 1e10. On lanes (_lanes.py) a
     row dependent in some lanes only also gives False: the group is then computed state by state."""
     n = K.shape[0]
@@ -114,6 +115,8 @@ def _cholesky_ok(K, L, keep):
             if not all_lanes(big > 0.0):
                 return False
             keep[c, 0] = 0.0
+            for k in range(c):                               # (its entries in the kept columns: 0,
+                L[c, k] = 0.0                                #  so that L^-T L^-1 is K^-1 on the kept rows)
             L[c, c] = 1.0
             continue
         keep[c, 0] = 1.0
@@ -411,11 +414,12 @@ class ContactPlan:
         return fvec if np.isfinite(fvec).all() else None
 
 
-def contact_plan(model: Model, d, contacts, forces):
+def contact_plan(model: Model, d, contacts, forces, impact: bool = False):
     """(ContactPlan, stacked input forces) for these contacts and forces on d. Plans are kept in d
     (at most 33, then the cache starts over) and found by the Contacts' identities (safe keys: a
     plan holds its Contacts alive); a new plan checks everything (check_contacts, check_forces
-    name unknown frames and bad forces)."""
+    name unknown frames and bad forces). impact=True: a plan of its own for an impact (impacts.py),
+    whose rows are the constraints' without Baumgarte terms (gains and anchor errors zero)."""
     cache = d.__dict__.setdefault("_contact_sets", {})      # (Data.copy drops it: per Data)
     contacts = contacts if isinstance(contacts, (list, tuple)) else list(contacts or ())
     fpairs = []
@@ -426,7 +430,7 @@ def contact_plan(model: Model, d, contacts, forces):
             fpairs = None                                    # check_forces names the bad item
     key = None
     if fpairs is not None:
-        key = (tuple(map(id, contacts)), tuple([id(c) for c, _ in fpairs]) if fpairs else ())
+        key = (tuple(map(id, contacts)), tuple([id(c) for c, _ in fpairs]) if fpairs else (), impact)
         plan = cache.get(key)
         if plan is not None:
             fvec = plan.force_vector(fpairs)
@@ -435,6 +439,9 @@ def contact_plan(model: Model, d, contacts, forces):
     cs = check_contacts(model, contacts)
     fs, fvec = check_forces(model, fpairs if fpairs is not None else forces)
     plan = ContactPlan(d, cs, fs)
+    if impact and plan.cset is not None:     # velocity rows: no Kp, Kd terms, no anchor
+        plan.cset.par[:, 90:92] = 0.0
+        plan.anchored = False
     if key is not None:
         if len(cache) > 32:
             cache.clear()
@@ -442,13 +449,14 @@ def contact_plan(model: Model, d, contacts, forces):
     return plan, fvec
 
 
-def run_plan(model: Model, state: State, tau: np.ndarray, contacts, forces, data, entry, collect):
+def run_plan(model: Model, state: State, tau: np.ndarray, contacts, forces, data, entry, collect,
+             impact: bool = False):
     """entry(ib, fb, q, v, tau, pi, pf) (constrained_entry, or the linearization's) on the Data's
-    ContactPlan for these contacts and forces; errors for the statuses it can return but
-    NOT_FINITE; then collect(d, plan, status) (status 0 or NOT_FINITE), on the Data still held for
-    this call, gives the result."""
+    ContactPlan for these contacts and forces (impact: an impact's plan, contact_plan); errors for
+    the statuses it can return but NOT_FINITE; then collect(d, plan, status) (status 0 or
+    NOT_FINITE), on the Data still held for this call, gives the result."""
     d = get_data(model, data)
-    plan, fvec = contact_plan(model, d, contacts, forces)
+    plan, fvec = contact_plan(model, d, contacts, forces, impact)
     busy, d._busy = d._busy, True
     try:
         if d.custom:

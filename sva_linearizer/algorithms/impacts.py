@@ -1,0 +1,152 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""Impacts: the velocity jump at a touchdown, and the impulses that make it (Pinocchio 4.1's
+impulseDynamics, so that results compare).
+
+For the constraints of the contacts (contact_rows.py: a point's linear velocity or a 6d frame's
+twist, in the contact's axes or world axes at its point; a loop's relative velocity), Jc their
+rows at the pose q, the impulses Lambda acting ON the robot in each contact's reference frame
+and the restitution e in [0, 1]:
+    M (v+ - v-) = Jc^T Lambda,   Jc v+ = -e Jc v-   on a contact's rows,
+                                 Jc v+ = 0           on a loop's rows (the loop holds, whatever e),
+so that with K = Jc Minv Jc^T and r0 = e Jc v- (contact rows; 0 on a loop's)
+    K Lambda = -(Jc v- + r0),   v+ = v- + Minv Jc^T Lambda:
+the Delassus solve of the contact dynamics (constrained_dynamics.kkt_solve) with v- in the place
+of the free acceleration, on an impact's own contact plan (contact_plan(impact=True): the rows
+without Baumgarte terms, since an impact is a velocity-level event; the contacts' gains and
+anchors play no part). The pose does not change. Dependent rows are handled as in the contact
+dynamics (docs/loops.md): dropped in the order given, with no impulse, when they hold anyway.
+The derivatives (the reset map's Jacobian): linearization/reset_map.py.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import math
+
+import numpy as np
+
+from .._jit import njit
+from ..coupling import is_coupled
+from ..layout import kernel, views
+from .common import KINEMATICS_STEPS, check_state, finite_result
+from .constrained_dynamics import _carve_ws, kkt_solve, plan_views, run_plan
+from .contact_rows import set_gather, set_rows
+from .immamb import immamb
+from .kinematics import prepare
+from .status import BAD_INPUT
+
+if TYPE_CHECKING:
+    from ..model import Model
+    from ..state import State
+
+COMPILE_GROUP = "impacts"  # the compile group of this module's kernels (_jit)
+
+
+@njit(inline="always")
+def restitution_terms(ci, Jc, vm, e, r0):
+    """r0 = e Jc v- on the contacts' rows, 0 on the loops' (ci: the set's ints, contact_rows.NI per
+    constraint: [.., loop (4), .., published rows (6)])."""
+    nv = vm.shape[0]
+    o = 0
+    for i in range(ci.shape[0]):
+        er = 0.0 if ci[i, 4] != 0 else e
+        for r in range(o, o + ci[i, 6]):
+            acc = 0.0
+            for c in range(nv):
+                acc += Jc[r, c] * vm[c]
+            r0[r, 0] = er * acc
+        o += ci[i, 6]
+
+
+@kernel
+def impact_velocity(m, d, q, vm, e, cset, ws, lam):
+    """The impact at the pose q with the velocity vm (v-) before it, one compiled call: kinematics,
+    Minv (IMMAmb), the constraints' rows Jc (set_rows at zero velocity: the body twists d.v are
+    zeroed, so that the rows' terms beside Jc stay finite), r0 = e Jc v- (restitution_terms) and
+    the Delassus solve (kkt_solve): the impulses into lam, v+ into d.nu_dot (its Y, Y^T, K^-1 stay
+    in ws for the reset map's derivatives). cset: the constraints' views (SetViews) of an impact
+    plan; ws: its scratch (constrained_dynamics.workspace_size). Returns 0, BAD_INPUT, immamb's
+    status (M singular) or CONTACTS_SINGULAR."""
+    if prepare(m, d, q, vm, q[0:0]) != 0:
+        return BAD_INPUT
+    nv, n = m.nv, m.n
+    ci, cp, co, cbuf, ccols = cset
+    mc = lam.shape[0]
+    Jc, YT, Y, K, L, Kinv, r0, rhs, G, R2, Ar, B0, V1, Jf, BfT, Bf, T1, T2, TB, KYT, keep, El, MEl = _carve_ws(
+        nv, n, mc, 0, ws)
+    status = immamb(m, d)
+    if status != 0:
+        return status
+    vp = d.nu_dot
+    for i in range(nv):
+        vp[i] = 0.0
+    for k in range(m.nb):
+        for i in range(6):
+            d.v[k, i] = 0.0
+    if mc > 0:
+        set_rows(m, d, q, vp, vp, bool(False), ci, cp, co, cbuf, ccols)   # poses and Jacobians only
+        set_gather(nv, ci, co, cbuf, 0, Jc)
+        restitution_terms(ci, Jc, vm, e, r0)
+    for i in range(nv):
+        vp[i] = vm[i]
+    return kkt_solve(d.Minv, Jc, r0, vp, V1, YT, Y, K, L, Kinv, rhs, keep, lam)
+
+
+@njit
+def impact_entry(ib, fb, q, vm, e, pi, pf):
+    """impact_velocity with an impact plan's arrays (two buffers)."""
+    m, d, _ = views(ib, fb)
+    _, _, cset, ws, out = plan_views(m.nv, m.n, pi, pf)
+    return impact_velocity(m, d, q, vm, e, cset, ws, out.lam)
+
+
+def check_restitution(restitution) -> float:
+    """The coefficient of restitution as a float in [0, 1], or a ValueError naming the problem."""
+    try:
+        e = float(restitution)
+    except (TypeError, ValueError):
+        raise ValueError(f"restitution must be a number in [0, 1], got {restitution!r}") from None
+    if not (math.isfinite(e) and 0.0 <= e <= 1.0):
+        raise ValueError(f"restitution must be in [0, 1] (0: the contacts stick, 1: they bounce back "
+                         f"elastically), got {restitution!r}")
+    return e
+
+
+def impact_inputs(model: Model, state: State, contacts, restitution, what: str):
+    """The checked restitution of an impact call named `what`; ValueErrors for a model with mimic
+    joints, a state of another model, contacts that are not a list of sl.Contact / sl.Loop."""
+    if is_coupled(model):
+        raise ValueError(f"{what}: a model with mimic joints has no impacts here (load it with "
+                         "mimic=False)")
+    check_state(model, state)
+    if contacts is not None and not isinstance(contacts, (list, tuple)):
+        raise ValueError(f"{what}: contacts must be a list of sl.Contact (and sl.Loop), got "
+                         f"{type(contacts).__name__}")
+    return check_restitution(restitution)
+
+
+def impact(model: Model, state: State, contacts, restitution: float = 0.0,
+           data=None) -> tuple[np.ndarray, np.ndarray]:
+    """The impact when the contacts close at this state (a touchdown): (v_plus (nv,), impulses (m,)).
+
+    contacts: [sl.Contact, ...] (point and 6d, local and world_aligned; their Baumgarte gains and
+    anchors play no part) and sl.Loop constraints (which hold through the impact). restitution: e
+    in [0, 1]: Jc v+ = -e Jc v- on the contacts' rows (0: they stick, Pinocchio's impulseDynamics
+    r_coeff). v_plus: the velocity after, [v (6, body twist), r] as state.v; impulses: stacked in
+    the given order, each in its contact's reference frame, acting on the robot (Pinocchio's
+    data.impulse_c); M (v+ - v-) = Jc^T impulses. The pose does not change. With data= the
+    results are views into it, overwritten by its next use. The reset map's Jacobian:
+    linearize_impact."""
+    e = impact_inputs(model, state, contacts, restitution, "impact")
+    contacts = list(contacts or ())
+
+    def entry(ib, fb, q, v, tau, pi, pf):
+        return impact_entry(ib, fb, q, v, e, pi, pf)
+
+    def collect(d, plan, status):
+        out = (d.nu_dot, plan.lam)
+        return out if data is not None else tuple(x.copy() for x in out)
+
+    vp, lam = run_plan(model, state, None, contacts, None, data, entry, collect, impact=True)
+    return finite_result(model, None, "impact", KINEMATICS_STEPS[:1], "the velocity after the impact "
+                         "and the impulses", (vp, lam), q=state.q, v=state.v)
