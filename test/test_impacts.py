@@ -163,6 +163,26 @@ def test_elastic_impact_keeps_the_energy_and_plastic_loses_it():
     assert np.allclose(sl.frame_velocity(model, sl.State.from_vectors(model, st.q, vp0), "c2"), 0, atol=1e-10)
 
 
+
+def test_the_centroidal_momentum_jumps_by_the_impulses_wrench():
+    """Impulse and momentum: h_G after the impact less before = the impulses' wrench about G, in
+    world axes (world-aligned point contacts: [sum f_i; sum (p_i - c) x f_i], p_i the contact
+    points); the pose, hence G, does not move."""
+    rng = np.random.default_rng(17)
+    model = tree_with_every_joint(rng, True)
+    st = random_state(model, rng)
+    cs = [sl.Contact(f, "point", "world_aligned", offset=rng.normal(size=3) * 0.1) for f in ("c1", "c2", "j3")]
+    v_plus, impulses = sl.impact(model, st, cs, 0.3)
+    before = sl.centroidal_momentum(model, st)
+    after = sl.centroidal_momentum(model, sl.State.from_vectors(model, st.q, v_plus))
+    wrench = np.zeros(6)
+    for c, f in zip(cs, impulses.reshape(-1, 3)):
+        R, p = sl.frame_placement(model, st, c.frame)
+        wrench[0:3] += f
+        wrench[3:6] += np.cross(p + R @ c.offset - before.com, f)
+    assert np.array_equal(after.com, before.com)
+    assert np.allclose(after.h - before.h, wrench, atol=1e-10 * np.abs(wrench).max())
+
 @pytest.mark.parametrize("restitution", [0.0, 0.5])
 def test_loops_hold_through_the_impact(restitution):
     """A loop between the two chains and a contact: after the impact the loop's rows are 0 (not -e

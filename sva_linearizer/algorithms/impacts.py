@@ -28,6 +28,7 @@ import numpy as np
 from .._jit import njit
 from ..coupling import is_coupled
 from ..layout import kernel, views
+from ..state import State
 from .common import KINEMATICS_STEPS, check_state, finite_result
 from .constrained_dynamics import _carve_ws, kkt_solve, plan_views, run_plan
 from .contact_rows import set_gather, set_rows
@@ -37,7 +38,6 @@ from .status import BAD_INPUT
 
 if TYPE_CHECKING:
     from ..model import Model
-    from ..state import State
 
 COMPILE_GROUP = "impacts"  # the compile group of this module's kernels (_jit)
 
@@ -113,16 +113,22 @@ def check_restitution(restitution) -> float:
 
 
 def impact_inputs(model: Model, state: State, contacts, restitution, what: str):
-    """The checked restitution of an impact call named `what`; ValueErrors for a model with mimic
-    joints, a state of another model, contacts that are not a list of sl.Contact / sl.Loop."""
+    """(the checked restitution, the contacts as a list) of an impact call named `what`;
+    ValueErrors for a model with mimic joints, a state of another model, contacts that are not a
+    list of sl.Contact / sl.Loop (contact_plan checks the items)."""
     if is_coupled(model):
         raise ValueError(f"{what}: a model with mimic joints has no impacts here (load it with "
                          "mimic=False)")
-    check_state(model, state)
-    if contacts is not None and not isinstance(contacts, (list, tuple)):
-        raise ValueError(f"{what}: contacts must be a list of sl.Contact (and sl.Loop), got "
-                         f"{type(contacts).__name__}")
-    return check_restitution(restitution)
+    if type(state) is not State or state.nj != model.nj or state.floating_base != model.floating_base:
+        check_state(model, state)
+    if type(contacts) is not list:
+        if contacts is not None and not isinstance(contacts, (list, tuple)):
+            raise ValueError(f"{what}: contacts must be a list of sl.Contact (and sl.Loop), got "
+                             f"{type(contacts).__name__}")
+        contacts = list(contacts or ())
+    if type(restitution) is float and 0.0 <= restitution <= 1.0:     # (NaN fails the test)
+        return restitution, contacts
+    return check_restitution(restitution), contacts
 
 
 def impact(model: Model, state: State, contacts, restitution: float = 0.0,
@@ -137,8 +143,7 @@ def impact(model: Model, state: State, contacts, restitution: float = 0.0,
     data.impulse_c); M (v+ - v-) = Jc^T impulses. The pose does not change. With data= the
     results are views into it, overwritten by its next use. The reset map's Jacobian:
     linearize_impact."""
-    e = impact_inputs(model, state, contacts, restitution, "impact")
-    contacts = list(contacts or ())
+    e, contacts = impact_inputs(model, state, contacts, restitution, "impact")
 
     def entry(ib, fb, q, v, tau, pi, pf):
         return impact_entry(ib, fb, q, v, e, pi, pf)

@@ -403,7 +403,8 @@ def _pin_impacts(pin, pm, feet, kind, reference, e):
     eye = np.eye(nv)
 
     def pin_impact(q, v):
-        v_plus = pin.impulseDynamics(pm, pd, q, v, cms, cds, e)
+        pd.dvc_dq[:] = 0.0      # Pinocchio 4.1 subtracts into it (columns off the contacts' paths): a
+        v_plus = pin.impulseDynamics(pm, pd, q, v, cms, cds, e)   # reused Data needs it zeroed
         pin.computeImpulseDynamicsDerivatives(pm, pd, cms, cds, e)
         J = np.zeros((2 * nv, 2 * nv))
         J[:nv, :nv] = eye
