@@ -5,8 +5,6 @@ matrices, whose q tangent and `a` are z_q and nu_dot here) mapped to our joint o
 central differences of the package's own values on random trees with every joint type, fixed and
 floating base; Newton-Euler as an independent check (h_dot of the forward dynamics is gravity's
 wrench); mimic joints; errors that name the problem; threads."""
-import threading
-
 import numpy as np
 import pytest
 
@@ -14,7 +12,7 @@ import sva_linearizer as sl
 from fd_tools import e_max, perturbed, random_state, random_tree
 from ros_helpers.oracle import pinocchio_state, robot_states
 from sva_linearizer.coupling import CoupledModel
-from test_impacts import tree_with_every_joint
+from test_impacts import results_from_threads, tree_with_every_joint
 
 pin = pytest.importorskip("pinocchio", reason="pin (Pinocchio) is a test dependency: pip install pin")
 
@@ -162,19 +160,9 @@ def test_threads_give_sequential_results():
     model = tree_with_every_joint(rng, True)
     states = [random_state(model, rng) for _ in range(6)]
     nu_dot = rng.normal(size=model.nv)
-    ref = [sl.centroidal_derivatives(model, s, nu_dot).dhdot_dz for s in states]
-    out, errors = {}, []
 
-    def work(t):
-        try:
-            for i, s in enumerate(states):
-                out[(t, i)] = sl.centroidal_derivatives(model, s, nu_dot).dhdot_dz
-        except Exception as e:  # pragma: no cover - reported below
-            errors.append(e)
-    threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
-    assert not errors
+    def rate(s):
+        return sl.centroidal_derivatives(model, s, nu_dot).dhdot_dz
+    ref = [rate(s) for s in states]
+    out = results_from_threads(rate, states)
     assert all(np.array_equal(out[(t, i)], ref[i]) for t in range(4) for i in range(len(states)))

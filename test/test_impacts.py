@@ -5,8 +5,6 @@ LOCAL_WORLD_ALIGNED: its ddq_dv is d v+/d v- minus the identity) mapped to z, an
 differences of the package's own impact on random trees with every joint type (revolute,
 prismatic, helical, custom), fixed and floating base, with loops; the physics (the constraints
 hold after, e = 1 keeps the kinetic energy); errors that name the problem; threads."""
-import threading
-
 import numpy as np
 import pytest
 
@@ -15,33 +13,22 @@ from fd_tools import e_max, perturbed, random_inertia, random_state, random_tree
 from ros_helpers.oracle import pinocchio_state, robot_states
 from sva_linearizer.coupling import CoupledModel
 from sva_linearizer.spatial import rot_axis_angle, xform
+from test_contacts_api import _run_threads
+from test_contacts_pinocchio import pin_constraint_data, pin_contacts
 from thesis_system import table_b1_joint
 
 pin = pytest.importorskip("pinocchio", reason="pin (Pinocchio) is a test dependency: pip install pin")
 
-PIN_TYPE = {"point": "CONTACT_3D", "6d": "CONTACT_6D"}
-PIN_REF = {"local": "LOCAL", "world_aligned": "LOCAL_WORLD_ALIGNED"}
 TOL_PIN = 1e-8
 
 
 def pin_impact(model, pm, q, v, contacts, e):
     """Pinocchio's v+, impulses, reset map's Jacobian on z ([[1, 0], [ddq_dq, ddq_dv + 1]]) and
-    the impulses' derivatives, in our joint order (joint2 = the world; an impact has no
-    Baumgarte terms)."""
+    the impulses' derivatives, in our joint order (the contacts' models of the contact tests; an
+    impact has no Baumgarte terms), on a fresh Data."""
     qp, vp, _, perm = pinocchio_state(model, pm, q, v, np.zeros(model.nj))
-    cms = pin.StdVec_RigidConstraintModel()
-    for c in contacts:
-        fid = pm.getFrameId(c.frame)
-        assert fid < len(pm.frames), f"Pinocchio has no frame {c.frame}"
-        fr = pm.frames[fid]
-        cms.append(pin.RigidConstraintModel(getattr(pin.ContactType, PIN_TYPE[c.kind]), pm, fr.parentJoint,
-                                            fr.placement * pin.SE3(np.eye(3), np.array(c.offset)), 0,
-                                            pin.SE3.Identity(), getattr(pin.ReferenceFrame, PIN_REF[c.reference])))
-    pd = pm.createData()
-    cds = pin.StdVec_RigidConstraintData()
-    for cm in cms:
-        cds.append(cm.createData())
-    pin.initConstraintDynamics(pm, pd, cms, cds)
+    cms = pin_contacts(pm, qp, contacts)
+    pd, cds = pin_constraint_data(pm, cms)
     v_plus = pin.impulseDynamics(pm, pd, qp, vp, cms, cds, e).copy()
     impulses = pd.impulse_c.copy()
     pin.computeImpulseDynamicsDerivatives(pm, pd, cms, cds, e)
@@ -280,24 +267,28 @@ def _raw_state(model, q, v):
     return st
 
 
+def results_from_threads(fn, items, threads=4):
+    """fn(item) for every item, in `threads` threads at once, each doing all of them: {(thread,
+    index): result}; the first exception is raised."""
+    out = {}
+
+    def work(t):
+        for i, x in enumerate(items):
+            out[(t, i)] = fn(x)
+    errors = _run_threads(work, threads)
+    if errors:
+        raise errors[0]
+    return out
+
+
 def test_threads_give_sequential_results():
     rng = np.random.default_rng(12)
     model = tree_with_every_joint(rng, True)
     states = [random_state(model, rng) for _ in range(6)]
     cs = [sl.Contact("c1", "point"), sl.Contact("c2", "6d", "world_aligned")]
-    ref = [sl.linearize_impact(model, s, cs, 0.4).jacobian for s in states]
-    out, errors = {}, []
 
-    def work(t):
-        try:
-            for i, s in enumerate(states):
-                out[(t, i)] = sl.linearize_impact(model, s, cs, 0.4).jacobian
-        except Exception as e:  # pragma: no cover - reported below
-            errors.append(e)
-    threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
-    assert not errors
+    def jac(s):
+        return sl.linearize_impact(model, s, cs, 0.4).jacobian
+    ref = [jac(s) for s in states]
+    out = results_from_threads(jac, states)
     assert all(np.array_equal(out[(t, i)], ref[i]) for t in range(4) for i in range(len(states)))

@@ -44,7 +44,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .._arrays import _FLOAT64
-from .._jit import direct, is_direct, njit
+from .._jit import DirectEntry, njit
 from .._intrinsics import carve_view
 from ..coupling import is_coupled
 from ..data import Data, get_data
@@ -291,18 +291,10 @@ class _Workspace:
         self.result = None
 
 
-_ENTRY = None   # centroidal_entry without numba's dispatch (_jit.direct)
-
-
-def _direct_entry():
-    """centroidal_entry's compiled code for its one signature (the Data's buffers, a State's q and
-    v, a kernel vector nu_dot, a bool, the workspace's buffer)."""
-    global _ENTRY
-    f = np.zeros(1)
-    entry = direct(centroidal_entry, np.zeros(1, dtype=np.int64), f, f, f, f, True, f)
-    if is_direct(entry, centroidal_entry):
-        _ENTRY = entry
-    return entry
+# centroidal_entry without numba's dispatch for its one signature: the Data's buffers, a State's q
+# and v, a kernel vector nu_dot, a bool, the workspace's buffer
+_ENTRY = DirectEntry(centroidal_entry, np.zeros(1, dtype=np.int64), np.zeros(1), np.zeros(1), np.zeros(1),
+                     np.zeros(1), True, np.zeros(1))
 
 
 def _coupled(model, state, nu_dot, derivatives) -> Centroidal:
@@ -356,7 +348,7 @@ def centroidal(model: Model, state: State, nu_dot, derivatives: bool, data: Data
     try:
         if d.custom:
             fill_custom(d, state.s)
-        status = (_ENTRY or _direct_entry())(d.ib, d.fb, state._q, state._v, nd, bool(derivatives), ws.buf)
+        status = (_ENTRY.code or _ENTRY.get())(d.ib, d.fb, state._q, state._v, nd, bool(derivatives), ws.buf)
         if status != 0:
             raise _status_error(model, d, status, state, nd, derivatives)
         if data is None:                 # this thread's Data: arrays of the caller's own
@@ -379,14 +371,7 @@ def _result(obj, h, hd, A, com, mass, dh, dhd) -> Centroidal:
     ~0.5 us), or a new Centroidal."""
     if obj is None:
         return Centroidal(h, hd, A, com, mass, dh, dhd)
-    obj.h = h
-    obj.h_dot = hd
-    obj.A_G = A
-    obj.com = com
-    obj.mass = mass
-    obj.dh_dz = dh
-    obj.dhdot_dz = dhd
-    obj.dhdot_dnu_dot = None if dh is None else A
+    obj.__init__(h, hd, A, com, mass, dh, dhd)
     return obj
 
 

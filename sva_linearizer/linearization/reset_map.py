@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .._jit import direct, is_direct, njit
+from .._jit import DirectEntry, njit
 from .._lanes import matmul
 from ..algorithms.common import EIDAMB_STEPS, largest_inputs, not_finite, overflow_error
 from ..algorithms.constrained_dynamics import _carve_ws, plan_views, run_plan
@@ -140,19 +140,10 @@ def reset_map_entry(ib, fb, q, vm, e, pi, pf):
     return reset_map(m, d, q, vm, e, fset, fvec, cset, ws, out)
 
 
-_ENTRY = None   # reset_map_entry without numba's dispatch (_jit.direct)
-
-
-def _direct_entry():
-    """reset_map_entry's compiled code for its one signature: the Data's buffers, a State's own q
-    and v, a float, a plan's two buffers."""
-    global _ENTRY
-    f = np.zeros(1)
-    i = np.zeros(1, dtype=np.int64)
-    entry = direct(reset_map_entry, i, f, f, f, 0.0, i, f)
-    if is_direct(entry, reset_map_entry):
-        _ENTRY = entry
-    return entry
+# reset_map_entry without numba's dispatch for its one signature: the Data's buffers, a State's own
+# q and v, a float, a plan's two buffers
+_ENTRY = DirectEntry(reset_map_entry, np.zeros(1, dtype=np.int64), np.zeros(1), np.zeros(1), np.zeros(1), 0.0,
+                     np.zeros(1, dtype=np.int64), np.zeros(1))
 
 
 class Impact:
@@ -187,7 +178,7 @@ def linearize_impact(model: Model, state: State, contacts, restitution: float = 
     (m x 2nv). contacts, restitution: as sl.impact. With data= the arrays are views into it,
     overwritten by its next use."""
     e, contacts = impact_inputs(model, state, contacts, restitution, "linearize_impact")
-    call = _ENTRY or _direct_entry()
+    call = _ENTRY.code or _ENTRY.get()
 
     def entry(ib, fb, q, v, tau, pi, pf):
         return call(ib, fb, q, v, e, pi, pf)
