@@ -16,13 +16,12 @@ from .algorithms import (
 )
 from .algorithms.centroidal import Centroidal, centroidal_derivatives, centroidal_momentum
 from .algorithms.contact_rows import Contact, Loop
-from .algorithms.impacts import impact
 from .algorithms.frames import frame_jacobian, frame_placement, frame_velocity
 from .coupling import CoupledModel
 from .data import Data
 from .joints import Joint
-from .linearization import (Impact, Linearization, discretize, linearize, linearize_batch, linearize_flat,
-                            linearize_impact, next_state)
+from .linearization import (Impact, Linearization, discretize, impact, linearize, linearize_batch,
+                            linearize_flat, linearize_impact, next_state)
 from .model import Inertia, Model
 from .state import State
 from . import warmup as _warmup  # noqa: F401 (registers the kernels' compiler: a cold group compiles in the background)

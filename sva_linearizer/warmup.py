@@ -34,11 +34,10 @@ from .algorithms import (extended_inverse_dynamics, extended_inverse_dynamics_de
                          inverse_mass_matrix, mass_matrix, rneamb)
 from .algorithms.centroidal import centroidal_derivatives, centroidal_momentum
 from .algorithms.contact_rows import Contact
-from .algorithms.impacts import impact
 from .algorithms.frames import frame_jacobian, frame_placement, frame_velocity
 from .data import Data
 from .joints import Joint
-from .linearization import linearize, linearize_batch, linearize_impact
+from .linearization import impact, linearize, linearize_batch, linearize_impact
 from .model import Inertia, Model
 from .state import State
 from ._jit import COMPILE_ENV, HAVE_NUMBA, QUIET_ENV, mark_plain, mark_ready, set_compiler, set_loading

@@ -48,7 +48,7 @@ from .._jit import DirectEntry, njit
 from .._intrinsics import carve_view
 from ..coupling import is_coupled
 from ..data import Data, get_data
-from ..layout import kernel, views
+from ..layout import views
 from ..spatial_ops import cross_f, cross_m, mv_r
 from ..state import State, as_vector, input_error
 from .common import (BAD_INPUT, EIDAMB_STEPS, NOT_FINITE, check_state, largest_inputs, not_finite,
@@ -126,14 +126,16 @@ def _add_cross(y, g0, g1, g2, out, col):
     out[5, col] += y[0] * g1 - y[1] * g0
 
 
-@kernel
-def centroidal_dynamics(m, d, q, vel, nu_dot, derivatives, buf):
+@njit
+def centroidal_entry(ib, fb, q, vel, nu_dot, derivatives, buf):
     """h_G, h_G_dot, A_G, G and the mass (and with `derivatives`, a run-time bool, dh_G/dz_q,
-    dh_G_dot/dz_q and dh_G_dot/dnu) into buf's views (carve), one compiled call (module
-    docstring): kinematics and EIDAmb without gravity; forward, each body's pose, its share of the
-    mass, of G and of the momentum, and IDSVA's forward terms; backward, IDSVA's terms with each
-    joint's columns taken straight to G in world axes (_to_g), and the composites. A fixed base's
-    own inertia is left out. Returns 0, BAD_INPUT, NO_MASS or NOT_FINITE."""
+    dh_G_dot/dz_q and dh_G_dot/dnu) into buf's views (carve), one compiled call on the Data's
+    buffers (module docstring): kinematics and EIDAmb without gravity; forward, each body's pose,
+    its share of the mass, of G and of the momentum, and IDSVA's forward terms; backward, IDSVA's
+    terms with each joint's columns taken straight to G in world axes (_to_g), and the
+    composites. A fixed base's own inertia is left out. Returns 0, BAD_INPUT, NO_MASS or
+    NOT_FINITE."""
+    m, d, _ = views(ib, fb)
     if prepare(m, d, q, vel, nu_dot) != 0:
         return BAD_INPUT
     nv, nb, floating = m.nv, m.nb, m.floating
@@ -237,13 +239,6 @@ def centroidal_dynamics(m, d, q, vel, nu_dot, derivatives, buf):
     if bad:
         return NOT_FINITE
     return 0
-
-
-@njit
-def centroidal_entry(ib, fb, q, vel, nu_dot, derivatives, buf):
-    """centroidal_dynamics on the buffers (the Python wrappers' compiled call)."""
-    m, d, _ = views(ib, fb)
-    return centroidal_dynamics(m, d, q, vel, nu_dot, derivatives, buf)
 
 
 class Centroidal:

@@ -15,7 +15,8 @@ of the free acceleration, on an impact's own contact plan (contact_plan(impact=T
 without Baumgarte terms, since an impact is a velocity-level event; the contacts' gains and
 anchors play no part). The pose does not change. Dependent rows are handled as in the contact
 dynamics (docs/loops.md): dropped in the order given, with no impulse, when they hold anyway.
-The derivatives (the reset map's Jacobian): linearization/reset_map.py.
+The call (sl.impact) and its derivatives (the reset map's Jacobian, sl.linearize_impact): one compiled
+entry in linearization/reset_map.py.
 """
 from __future__ import annotations
 
@@ -23,14 +24,12 @@ from typing import TYPE_CHECKING
 
 import math
 
-import numpy as np
-
 from .._jit import njit
 from ..coupling import is_coupled
-from ..layout import kernel, views
+from ..layout import kernel
 from ..state import State
-from .common import KINEMATICS_STEPS, check_state, finite_result
-from .constrained_dynamics import _carve_ws, kkt_solve, plan_views, run_plan
+from .common import check_state
+from .constrained_dynamics import _carve_ws, kkt_solve
 from .contact_rows import set_gather, set_rows
 from .immamb import immamb
 from .kinematics import prepare
@@ -92,14 +91,6 @@ def impact_velocity(m, d, q, vm, e, cset, ws, lam):
     return kkt_solve(d.Minv, Jc, r0, vp, V1, YT, Y, K, L, Kinv, rhs, keep, lam)
 
 
-@njit
-def impact_entry(ib, fb, q, vm, e, pi, pf):
-    """impact_velocity with an impact plan's arrays (two buffers)."""
-    m, d, _ = views(ib, fb)
-    _, _, cset, ws, out = plan_views(m.nv, m.n, pi, pf)
-    return impact_velocity(m, d, q, vm, e, cset, ws, out.lam)
-
-
 def check_restitution(restitution) -> float:
     """The coefficient of restitution as a float in [0, 1], or a ValueError naming the problem."""
     try:
@@ -129,29 +120,3 @@ def impact_inputs(model: Model, state: State, contacts, restitution, what: str):
     if type(restitution) is float and 0.0 <= restitution <= 1.0:     # (NaN fails the test)
         return restitution, contacts
     return check_restitution(restitution), contacts
-
-
-def impact(model: Model, state: State, contacts, restitution: float = 0.0,
-           data=None) -> tuple[np.ndarray, np.ndarray]:
-    """The impact when the contacts close at this state (a touchdown): (v_plus (nv,), impulses (m,)).
-
-    contacts: [sl.Contact, ...] (point and 6d, local and world_aligned; their Baumgarte gains and
-    anchors play no part) and sl.Loop constraints (which hold through the impact). restitution: e
-    in [0, 1]: Jc v+ = -e Jc v- on the contacts' rows (0: they stick, Pinocchio's impulseDynamics
-    r_coeff). v_plus: the velocity after, [v (6, body twist), r] as state.v; impulses: stacked in
-    the given order, each in its contact's reference frame, acting on the robot (Pinocchio's
-    data.impulse_c); M (v+ - v-) = Jc^T impulses. The pose does not change. With data= the
-    results are views into it, overwritten by its next use. The reset map's Jacobian:
-    linearize_impact."""
-    e, contacts = impact_inputs(model, state, contacts, restitution, "impact")
-
-    def entry(ib, fb, q, v, tau, pi, pf):
-        return impact_entry(ib, fb, q, v, e, pi, pf)
-
-    def collect(d, plan, status):
-        out = (d.nu_dot, plan.lam)
-        return out if data is not None else tuple(x.copy() for x in out)
-
-    vp, lam = run_plan(model, state, None, contacts, None, data, entry, collect, impact=True)
-    return finite_result(model, None, "impact", KINEMATICS_STEPS[:1], "the velocity after the impact "
-                         "and the impulses", (vp, lam), q=state.q, v=state.v)

@@ -4,8 +4,8 @@
     continuous.py   linearize: A, B at one state (and Ad, Bd with dt), one compiled call
     assembly.py     A and B from the derivatives D and Minv (eq. 3.53); the Linearization result
     with_contacts.py  linearize with rigid contacts (KKT) or contact forces as inputs
-    reset_map.py    linearize_impact: an impact's reset map (its Jacobian on z) and the impulses'
-                    derivatives
+    reset_map.py    impact, linearize_impact: an impact at a touchdown, its reset map (the Jacobian on
+                    z) and the impulses' derivatives, one compiled call
     batch.py        linearize_batch: many states, in parallel, one compiled call
     discrete.py     the semi-implicit Euler step on the Lie group: Ad, Bd (discretize)
     sparse_product.py  -Minv D over D's branch-induced sparsity, in SIMD tiles (A's lower block)
@@ -14,7 +14,7 @@
 from .batch import linearize_batch, num_threads
 from .continuous import Linearization, linearize, linearize_flat
 from .discrete import discretize, next_state
-from .reset_map import Impact, linearize_impact
+from .reset_map import Impact, impact, linearize_impact
 
-__all__ = ["Impact", "Linearization", "discretize", "linearize", "linearize_batch", "linearize_flat",
+__all__ = ["Impact", "Linearization", "discretize", "impact", "linearize", "linearize_batch", "linearize_flat",
            "linearize_impact", "next_state", "num_threads"]

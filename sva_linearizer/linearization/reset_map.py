@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
-"""The linearization of an impact: the reset map x+ = (q, v+(q, v-)) of a touchdown
-(algorithms/impacts.py has the definitions) as a 2nv x 2nv Jacobian on the package's z, and the
-impulses' derivatives, by the implicit-function theorem on
+"""The impact at a touchdown (sl.impact; algorithms/impacts.py has the definitions and the
+kernel) and its linearization (sl.linearize_impact): the reset map x+ = (q, v+(q, v-)) as a
+2nv x 2nv Jacobian on the package's z, and the impulses' derivatives, by the implicit-function
+theorem on
     F1 = ID(q, 0, v+ - v-) - Jc(q)^T Lambda = 0   (M (v+ - v-) = Jc^T Lambda; ID without gravity)
     F2 = Jc(q) w = 0,  w = v+ + e v- on a contact's rows, v+ on a loop's.
 With G = d F1/dz_q at fixed (v+, Lambda): EIDAmb's derivatives at zero velocity and the
@@ -25,18 +26,19 @@ import numpy as np
 
 from .._jit import DirectEntry, njit
 from .._lanes import matmul
-from ..algorithms.common import EIDAMB_STEPS, largest_inputs, not_finite, overflow_error
+from ..algorithms.common import EIDAMB_STEPS, finite_result, largest_inputs, not_finite, overflow_error
 from ..algorithms.constrained_dynamics import _carve_ws, plan_views, run_plan
 from ..algorithms.contact_rows import set_gather, set_rows, set_wrench
 from ..algorithms.eidamb import eidamb
 from ..algorithms.eidamb_derivatives import eidamb_derivatives
 from ..algorithms.impacts import impact_inputs, impact_velocity
 from ..algorithms.status import NOT_FINITE
-from ..layout import kernel, views
+from ..layout import views
 from .sparse_product import neg_minv_times
 from .with_contacts import with_rotation_terms
 
 if TYPE_CHECKING:
+    from ..data import Data
     from ..model import Model
     from ..state import State
 
@@ -52,17 +54,21 @@ def _rows_at(m, d, q, zero, w, cset, Ar):
     set_gather(m.nv, ci, co, cbuf, 2, Ar)
 
 
-@kernel
-def reset_map(m, d, q, vm, e, fset, fvec, cset, ws, out):
-    """The impact and its linearization (module docstring), one compiled call: impact_velocity
-    (v+ into d.nu_dot, the impulses into out.lam), then the impulses as external wrenches, EIDAmb
-    at zero velocity and the acceleration v+ - v- without gravity and its derivatives (IDSVA),
-    G = D + E, -Minv G (the sparse product of linearize), the rows' derivatives Ar, and the
-    implicit-function theorem's products: the reset map's Jacobian into out.A, dLambda/dz into
-    out.dz. fset, fvec: the plan's (empty) input forces; ws: the impact plan's scratch. Returns 0,
-    BAD_INPUT, immamb's status, CONTACTS_SINGULAR or NOT_FINITE."""
+@njit
+def reset_map_entry(ib, fb, q, vm, e, derivatives, pi, pf):
+    """The impact and, with `derivatives` (a run-time bool), its linearization (module docstring),
+    one compiled call on the Data's buffers and an impact plan's (pi, pf: plan_views):
+    impact_velocity (v+ into d.nu_dot, the impulses into the plan's lam); then the impulses as
+    external wrenches, EIDAmb at zero velocity and the acceleration v+ - v- without gravity and
+    its derivatives (IDSVA), G = D + E, -Minv G (the sparse product of linearize), the rows'
+    derivatives Ar, and the implicit-function theorem's products: the reset map's Jacobian into
+    the plan's A, dLambda/dz into its dz. One compilation unit for both calls (sl.impact's and
+    sl.linearize_impact's): every unit re-optimises the kernels it links. Returns 0, BAD_INPUT,
+    immamb's status, CONTACTS_SINGULAR or NOT_FINITE."""
+    m, d, _ = views(ib, fb)
+    fset, fvec, cset, ws, out = plan_views(m.nv, m.n, pi, pf)
     status = impact_velocity(m, d, q, vm, e, cset, ws, out.lam)
-    if status != 0:
+    if status != 0 or not derivatives:
         return status
     ci, cp, co, cbuf, ccols = cset
     A, B, lam, dz, dtau = out
@@ -132,18 +138,10 @@ def reset_map(m, d, q, vm, e, fset, fvec, cset, ws, out):
     return 0
 
 
-@njit
-def reset_map_entry(ib, fb, q, vm, e, pi, pf):
-    """reset_map with an impact plan's arrays (two buffers)."""
-    m, d, _ = views(ib, fb)
-    fset, fvec, cset, ws, out = plan_views(m.nv, m.n, pi, pf)
-    return reset_map(m, d, q, vm, e, fset, fvec, cset, ws, out)
-
-
 # reset_map_entry without numba's dispatch for its one signature: the Data's buffers, a State's own
-# q and v, a float, a plan's two buffers
+# q and v, a float, a bool, a plan's two buffers
 _ENTRY = DirectEntry(reset_map_entry, np.zeros(1, dtype=np.int64), np.zeros(1), np.zeros(1), np.zeros(1), 0.0,
-                     np.zeros(1, dtype=np.int64), np.zeros(1))
+                     True, np.zeros(1, dtype=np.int64), np.zeros(1))
 
 
 class Impact:
@@ -170,8 +168,35 @@ class Impact:
         return f"<Impact nv={self.v_plus.shape[0]} m={self.impulses.shape[0]} e={self.restitution}>"
 
 
+def impact(model: Model, state: State, contacts, restitution: float = 0.0,
+           data: Data | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The impact when the contacts close at this state (a touchdown): (v_plus (nv,), impulses (m,)).
+
+    contacts: [sl.Contact, ...] (point and 6d, local and world_aligned; their Baumgarte gains and
+    anchors play no part) and sl.Loop constraints (which hold through the impact). restitution: e
+    in [0, 1]: Jc v+ = -e Jc v- on the contacts' rows (0: they stick; Pinocchio's impulseDynamics
+    r_coeff). v_plus: the velocity after, [v (6, body twist), r] as state.v; impulses: stacked in
+    the given order, each in its contact's reference frame, acting on the robot (Pinocchio's
+    data.impulse_c); M (v+ - v-) = Jc^T impulses (algorithms/impacts.py). The pose does not
+    change. With data= the results are views into it, overwritten by its next use. The reset
+    map's Jacobian: linearize_impact."""
+    e, contacts = impact_inputs(model, state, contacts, restitution, "impact")
+    call = _ENTRY.code or _ENTRY.get()
+
+    def entry(ib, fb, q, v, tau, pi, pf):
+        return call(ib, fb, q, v, e, False, pi, pf)
+
+    def collect(d, plan, status):
+        out = (d.nu_dot, plan.lam)
+        return out if data is not None else tuple(x.copy() for x in out)
+
+    vp, lam = run_plan(model, state, None, contacts, None, data, entry, collect, impact=True)
+    return finite_result(model, None, "impact", EIDAMB_STEPS, "the velocity after the impact and the impulses",
+                         (vp, lam), q=state.q, v=state.v)
+
+
 def linearize_impact(model: Model, state: State, contacts, restitution: float = 0.0,
-                     data=None) -> Impact:
+                     data: Data | None = None) -> Impact:
     """The impact when the contacts close at this state, with its linearization: an Impact with
     v_plus, impulses (as sl.impact), the reset map's Jacobian on z (jacobian, 2nv x 2nv: z+ =
     jacobian z for the map x+ = (q, v+(q, v-)); the pose is unchanged) and dimpulses_dz
@@ -181,7 +206,7 @@ def linearize_impact(model: Model, state: State, contacts, restitution: float = 
     call = _ENTRY.code or _ENTRY.get()
 
     def entry(ib, fb, q, v, tau, pi, pf):
-        return call(ib, fb, q, v, e, pi, pf)
+        return call(ib, fb, q, v, e, True, pi, pf)
 
     def collect(d, plan, status):
         if status == NOT_FINITE:
