@@ -27,18 +27,18 @@ import numpy as np
 from .._jit import DirectEntry, njit
 from .._lanes import matmul
 from ..algorithms.common import EIDAMB_STEPS, finite_result, largest_inputs, not_finite, overflow_error
-from ..algorithms.constrained_dynamics import _carve_ws, plan_views, run_plan
+from ..algorithms.constrained_dynamics import _carve_ws, contact_plan, plan_views, run_plan
 from ..algorithms.contact_rows import set_gather, set_rows, set_wrench
 from ..algorithms.eidamb import eidamb
 from ..algorithms.eidamb_derivatives import eidamb_derivatives
 from ..algorithms.impacts import impact_inputs, impact_velocity
 from ..algorithms.status import NOT_FINITE
+from ..data import Data
 from ..layout import views
 from .sparse_product import neg_minv_times
 from .with_contacts import with_rotation_terms
 
 if TYPE_CHECKING:
-    from ..data import Data
     from ..model import Model
     from ..state import State
 
@@ -204,6 +204,12 @@ def linearize_impact(model: Model, state: State, contacts, restitution: float = 
     overwritten by its next use."""
     e, contacts = impact_inputs(model, state, contacts, restitution, "linearize_impact")
     call = _ENTRY.code or _ENTRY.get()
+    if type(data) is Data and data._arrays is model._arrays and not data.custom:
+        # the control-loop call, into the caller's Data (nothing to mark busy: get_data never
+        # hands out a caller's Data); any status but 0 goes the long way below, which names it
+        plan = contact_plan(model, data, contacts, None, True)[0]
+        if call(data.ib, data.fb, state._q, state._v, e, True, plan.pi, plan.pf) == 0:
+            return Impact(data.nu_dot, plan.lam, plan.A, plan.dz, e)
 
     def entry(ib, fb, q, v, tau, pi, pf):
         return call(ib, fb, q, v, e, True, pi, pf)
