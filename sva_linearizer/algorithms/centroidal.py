@@ -390,7 +390,8 @@ def centroidal_momentum(model: Model, state: State, nu_dot: ArrayLike | None = N
     """The centroidal momentum at this state (module docstring): a Centroidal with h = A_G nu (6:
     linear, angular about the centre of mass, world axes), A_G (6 x nv, columns [v (6), r]), com,
     mass, and with nu_dot its rate h_dot = A_G nu_dot + A_G_dot nu (else None). A fixed base is
-    part of the world (its inertia is not counted). With data= the arrays are views into it."""
+    part of the world (its inertia is not counted). With data= the arrays are views into it and the
+    Centroidal is the Data's own, its fields set anew by each call (copy what you keep)."""
     return centroidal(model, state, nu_dot, False, data)
 
 
@@ -399,7 +400,8 @@ def centroidal_derivatives(model: Model, state: State, nu_dot: ArrayLike,
     """centroidal_momentum's quantities with their derivatives (Pinocchio's
     computeCentroidalDynamicsDerivatives, in z's coordinates): dh_dz (6 x 2nv) = [dh/dz_q | A_G],
     dhdot_dz (6 x 2nv) = [dh_dot/dz_q | dh_dot/dnu], dhdot_dnu_dot = A_G, z = [z_H (6), s | v (6),
-    r] as A's columns (H -> H exp(z_H^)). With data= the arrays are views into it."""
+    r] as A's columns (H -> H exp(z_H^)). With data= the arrays are views into it and the
+    Centroidal is the Data's own (centroidal_momentum)."""
     if nu_dot is None:
         raise ValueError("centroidal_derivatives: nu_dot is required (the rate h_dot depends on it)")
     return centroidal(model, state, nu_dot, True, data)
