@@ -17,11 +17,11 @@ from .algorithms import (
 from .algorithms.centroidal import Centroidal, centroidal_derivatives, centroidal_momentum
 from .algorithms.contact_rows import Contact, Loop
 from .algorithms.frames import frame_jacobian, frame_placement, frame_velocity
+from .linearization.reset_map import Impact, impact, linearize_impact
 from .coupling import CoupledModel
 from .data import Data
 from .joints import Joint
-from .linearization import (Impact, Linearization, discretize, impact, linearize, linearize_batch,
-                            linearize_flat, linearize_impact, next_state)
+from .linearization import Linearization, discretize, linearize, linearize_batch, linearize_flat, next_state
 from .model import Inertia, Model
 from .state import State
 from . import warmup as _warmup  # noqa: F401 (registers the kernels' compiler: a cold group compiles in the background)
@@ -43,5 +43,6 @@ __all__ = [
     "extended_inverse_dynamics_derivatives", "extended_inverse_dynamics_second_derivatives",
     "forward_dynamics", "inverse_mass_matrix", "discretize", "linearize", "linearize_batch", "linearize_flat",
     "load_urdf", "mass_matrix", "next_state", "rneamb", "__version__",
-    "Centroidal", "Impact", "centroidal_derivatives", "centroidal_momentum", "impact", "linearize_impact",
 ]
+
+__all__ += ["Centroidal", "Impact", "centroidal_derivatives", "centroidal_momentum", "impact", "linearize_impact"]

@@ -13,8 +13,7 @@
 """
 from .batch import linearize_batch, num_threads
 from .continuous import Linearization, linearize, linearize_flat
+from .reset_map import Impact, impact, linearize_impact  # noqa: F401 (sl.impact, sl.linearize_impact)
 from .discrete import discretize, next_state
-from .reset_map import Impact, impact, linearize_impact
 
-__all__ = ["Impact", "Linearization", "discretize", "impact", "linearize", "linearize_batch", "linearize_flat",
-           "linearize_impact", "next_state", "num_threads"]
+__all__ = ["Linearization", "discretize", "linearize", "linearize_batch", "linearize_flat", "next_state", "num_threads"]
