@@ -14,7 +14,7 @@ Arguments:
 
 A robot without a shipped config, or a config file that does not exist or does not check, stops
 the launch with one error line that lists the shipped configs. The decisions are made by
-sva_linearizer.ros.launch_config (tested without launch); this file uses only actions and
+sva_linearizer.ros.node.launch_config (tested without launch); this file uses only actions and
 substitutions that launch / launch_ros of Humble, Jazzy and Kilted all have.
 """
 from launch import LaunchDescription
@@ -24,7 +24,7 @@ from launch_ros.actions import Node
 
 
 def _node(context):
-    from sva_linearizer.ros.launch_config import resolve_launch
+    from sva_linearizer.ros.node.launch_config import resolve_launch
 
     plan = resolve_launch(robot=LaunchConfiguration("robot").perform(context),
                           config=LaunchConfiguration("config").perform(context),

@@ -11,7 +11,9 @@ selected, its process starts as soon as the selection is known and the test wait
 checks its result; it is stopped at the end of the session if it still runs.
 
 Under CI a skipped test fails the run, unless its reason is one that ci_skips.py allows (parts of
-ROS 2 that no package index serves).
+ROS 2 that no package index serves), and so does a test module that skips at import.
+A test module that skips or fails at import does so alone, also under launch_testing's pytest
+plugin, which imports every test module while collecting (collection_guard.py).
 Which empty cache: when the suite's own cache is cold at the start (a fresh clone, as in CI), the
 suite's own, so that its kernels compile once for both (the suite's first compiled calls wait
 for the user process's background compile, or it for theirs: one cache lock); else a folder of
@@ -27,6 +29,7 @@ import pytest
 
 import ci_skips
 from ci_skips import pytest_collectreport, pytest_runtest_logreport, pytest_terminal_summary  # noqa: F401 (hooks)
+from collection_guard import pytest_pycollect_makemodule  # noqa: F401 (hook)
 
 os.environ.setdefault("SVA_LINEARIZER_COMPILE", "wait")
 
@@ -83,6 +86,11 @@ def _start_cold_compile():
     with open(out, "w") as fo, open(err, "w") as fe:
         proc = subprocess.Popen([sys.executable, "-c", FIRST_USE], stdout=fo, stderr=fe, text=True, env=env)
     _cold.update(dir=folder, env=env, cache_dirs=dirs, proc=proc, out=out, err=err)
+
+
+def pytest_configure(config):
+    # launch_testing's mark (test_ros_launch.py), known where launch_testing's plugin is not loaded too
+    config.addinivalue_line("markers", "launch_test: launch_testing's launch test entry point")
 
 
 def pytest_collection_finish(session):

@@ -14,7 +14,7 @@ def test_runs():
     assert 1 + 1 == 2
 
 def test_without_launch_testing():
-    pytest.importorskip("launch_testing", reason="launch_testing (ROS 2) is not installed")
+    pytest.skip("launch_testing (ROS 2) is not installed")
 '''
 MISSING_ORACLE = '''
 
@@ -28,8 +28,10 @@ def _pytest(folder, ci):
     if ci:
         env["CI"] = "true"
     env["PYTHONPATH"] = str(HERE)
+    # launch_testing's plugins, on a machine with ROS 2, stay out: they would import these suites' modules
     return subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", "-p", "ci_skips", "-p", "no:cacheprovider",
-                           str(folder)], capture_output=True, text=True, timeout=300, env=env, cwd=folder)
+                           "-p", "no:launch_testing", "-p", "no:launch_ros", str(folder)],
+                          capture_output=True, text=True, timeout=300, env=env, cwd=folder)
 
 
 def test_a_missing_oracle_fails_under_ci_only(tmp_path):
@@ -55,3 +57,17 @@ def test_a_module_level_skip_counts_too(tmp_path):
         "import pytest\nrosbags = pytest.importorskip('rosbags_not_installed_here')\n\ndef test_x():\n    pass\n")
     r = _pytest(tmp_path, ci=True)
     assert r.returncode == 1 and "could not import 'rosbags_not_installed_here'" in r.stdout, r.stdout
+
+
+def test_a_skip_at_import_fails_under_ci_whatever_its_reason(tmp_path):
+    """Even launch_testing's allowed reason: raised at import, under launch_testing's plugin it would
+    skip the other files with it; in CI the launch test skips inside a test."""
+    (tmp_path / "test_suite.py").write_text("def test_runs():\n    pass\n")
+    (tmp_path / "test_launch.py").write_text(
+        "import pytest\npytest.skip('launch_testing (ROS 2) is not installed', allow_module_level=True)\n\n"
+        "def test_launch():\n    pass\n")
+    r = _pytest(tmp_path, ci=True)
+    assert r.returncode == 1 and "skips CI does not allow" in r.stdout, r.stdout
+    assert "test_launch.py: launch_testing (ROS 2) is not installed (at import" in r.stdout, r.stdout
+    r = _pytest(tmp_path, ci=False)
+    assert r.returncode == 0 and "1 passed, 1 skipped" in r.stdout, r.stdout

@@ -32,7 +32,7 @@ def test_one_license_everywhere():
 def test_package_xml_declares_what_the_node_imports():
     """rosdep installs what package.xml names: every ROS 2 message package the rclpy transport
     imports, rclpy itself, and example-robot-data (the shipped configs but quadruped name its robots)."""
-    from sva_linearizer.ros.prerequisites import RCLPY_MESSAGE_PACKAGES
+    from sva_linearizer.ros.transports.prerequisites import RCLPY_MESSAGE_PACKAGES
 
     declared = set(re.findall(r"<exec_depend>([\w\-]+)</exec_depend>", (ROOT / "package.xml").read_text()))
     missing = (set(RCLPY_MESSAGE_PACKAGES) | {"rclpy", "example-robot-data", "urdfdom_py"}) - declared

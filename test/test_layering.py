@@ -26,6 +26,10 @@ FORBIDDEN = {
     "linearization": ("warmup", "tools", "ros", "cli"),
 }
 
+# the parts of ros/, bottom up: each imports only itself and the parts before it (ros/cli.py, on top,
+# imports any; a part never imports ros/__init__.py, the public names' face)
+ROS_PARTS = ("wire", "node", "transports", "client", "demo")
+
 
 def _modules():
     out = {}
@@ -119,5 +123,19 @@ def test_lower_layers_do_not_import_higher_ones():
         for dep in deps:
             target = dep.split(".")[1] if "." in dep else ""
             if target in FORBIDDEN.get(layer, ()):
+                bad.append(f"{name} imports {dep}")
+    assert bad == []
+
+
+def test_ros_parts_import_only_the_parts_below():
+    bad = []
+    for name, deps in _graph().items():
+        parts = name.split(".")
+        if parts[:2] != ["sva_linearizer", "ros"] or len(parts) < 3 or parts[2] not in ROS_PARTS:
+            continue
+        allowed = ROS_PARTS[:ROS_PARTS.index(parts[2]) + 1]
+        for dep in deps:
+            d = dep.split(".")
+            if d[:2] == ["sva_linearizer", "ros"] and (len(d) < 3 or d[2] not in allowed):
                 bad.append(f"{name} imports {dep}")
     assert bad == []

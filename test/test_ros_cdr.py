@@ -10,10 +10,10 @@ pytest.importorskip("cyclonedds", reason="the DDS transport needs the cyclonedds
 rosbags_typesys = pytest.importorskip("rosbags.typesys", reason="rosbags is a test dependency")
 
 from ros_helpers.fake_transport import FakeTransport  # noqa: E402
-from sva_linearizer.ros import dds_types as D  # noqa: E402
-from sva_linearizer.ros.messages import (contacts_msg, joint_state_msg, matrix_to_msg,  # noqa: E402
+from sva_linearizer.ros.wire import dds_types as D  # noqa: E402
+from sva_linearizer.ros.wire.messages import (contacts_msg, joint_state_msg, matrix_to_msg,  # noqa: E402
                                          msg_to_matrix, odometry_msg, wrench_msg)
-from sva_linearizer.ros.node import LinearizerNode  # noqa: E402
+from sva_linearizer.ros.node.node import LinearizerNode  # noqa: E402
 
 TS = rosbags_typesys.get_typestore(rosbags_typesys.Stores.ROS2_HUMBLE)
 NODE_TYPES = ["sensor_msgs/msg/JointState", "nav_msgs/msg/Odometry", "std_msgs/msg/Float64MultiArray",
@@ -144,8 +144,8 @@ def test_dds_endpoints_use_xcdr1():
     """ROS 2 (rmw_cyclonedds) uses XCDR1; our writers and readers must offer exactly that."""
     from cyclonedds.qos import Policy
 
-    from sva_linearizer.ros.loopback import loopback_config, private_domain_id
-    from sva_linearizer.ros.transport_dds import DdsTransport
+    from sva_linearizer.ros.transports.loopback import loopback_config, private_domain_id
+    from sva_linearizer.ros.transports.transport_dds import DdsTransport
 
     t = DdsTransport("cdr_test", domain_id=private_domain_id(12345), config=loopback_config())
     try:
@@ -162,7 +162,7 @@ def test_dds_endpoints_use_xcdr1():
 
 
 def _hot_samples():
-    from sva_linearizer.ros.messages import types_namespace
+    from sva_linearizer.ros.wire.messages import types_namespace
 
     T = types_namespace(D.BY_ROS_NAME)
     rng = np.random.default_rng(4)

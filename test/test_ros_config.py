@@ -7,8 +7,8 @@ import pytest
 
 from sva_linearizer.robots import default_floating_base, load_robot
 from sva_linearizer.ros import cli
-from sva_linearizer.ros.parameter_files import load_params_file, parse_params_yaml, parse_ros_args
-from sva_linearizer.ros.parameters import DEFAULT_PARAMETERS, contact_specs, normalize_parameters
+from sva_linearizer.ros.node.parameter_files import load_params_file, parse_params_yaml, parse_ros_args
+from sva_linearizer.ros.node.parameters import DEFAULT_PARAMETERS, contact_specs, normalize_parameters
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 REQUIRED = ["solo12", "anymal_c", "ur5", "panda", "quadruped"]
@@ -44,7 +44,7 @@ def test_config_is_a_ros2_parameter_file_for_its_robot(path):
 def test_legged_configs_have_their_feet():
     """solo12: four point feet; talos: two 6d soles; the demo stands solo12 and the quadruped on the
     feet of their configs (sim.STANDING_FEET)."""
-    from sva_linearizer.ros.sim import STANDING_FEET
+    from sva_linearizer.ros.demo.sim import STANDING_FEET
 
     feet = {}
     for robot in ("solo12", "quadruped", "talos"):
@@ -111,8 +111,8 @@ def test_bad_parameter_is_reported_with_exit_code_2(capsys):
 
 def test_dds_names_and_ros_domain_id(monkeypatch):
     pytest.importorskip("cyclonedds", reason="the DDS transport needs the cyclonedds package")
-    from sva_linearizer.ros.loopback import loopback_config, private_domain_id
-    from sva_linearizer.ros.transport_dds import DdsTransport, dds_topic_name
+    from sva_linearizer.ros.transports.loopback import loopback_config, private_domain_id
+    from sva_linearizer.ros.transports.transport_dds import DdsTransport, dds_topic_name
 
     assert dds_topic_name("joint_states") == "rt/joint_states"
     assert dds_topic_name("linearization/A", "/robot1") == "rt/robot1/linearization/A"
@@ -133,7 +133,7 @@ def test_loopback_env_prints_the_shipped_profile_and_leaves_the_domain_alone(cap
     import shlex
     import xml.etree.ElementTree as ET
 
-    from sva_linearizer.ros.loopback import FASTDDS2_PROFILE, FASTDDS_PROFILE, fast_dds_2
+    from sva_linearizer.ros.transports.loopback import FASTDDS2_PROFILE, FASTDDS_PROFILE, fast_dds_2
 
     assert cli.main(["loopback-env"]) == 0
     out = capsys.readouterr().out

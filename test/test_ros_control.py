@@ -15,8 +15,8 @@ import pytest
 pytest.importorskip("cyclonedds", reason="the DDS transport needs the cyclonedds package")
 pytest.importorskip("pinocchio", reason="the plant is Pinocchio: pip install pin")
 
-from sva_linearizer.ros.control import CORRUPTIONS  # noqa: E402
-from sva_linearizer.ros.demo import BOUNDS, arm_bound  # noqa: E402
+from sva_linearizer.ros.demo.control import CORRUPTIONS  # noqa: E402
+from sva_linearizer.ros.demo.demo import BOUNDS, arm_bound  # noqa: E402
 
 
 def _demo(*args, timeout=600):

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """launch/linearizer.launch.py without ROS 2's launch: the decisions it delegates to
-sva_linearizer.ros.launch_config, and the launch file itself run against stand-ins for the few
+sva_linearizer.ros.node.launch_config, and the launch file itself run against stand-ins for the few
 launch / launch_ros names it may use (those Humble's launch 1.0 and launch_ros 0.19 have)."""
 import ast
 import importlib.util
@@ -11,7 +11,7 @@ import types
 
 import pytest
 
-from sva_linearizer.ros.launch_config import LaunchConfigError, NodeLaunch, resolve_launch, shipped_configs
+from sva_linearizer.ros.node.launch_config import LaunchConfigError, NodeLaunch, resolve_launch, shipped_configs
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 CONFIG_DIR = ROOT / "config"
@@ -150,7 +150,7 @@ def launch_file(monkeypatch):
         for a in attrs:
             setattr(m, a, getattr(_Stand, a))
         monkeypatch.setitem(sys.modules, name, m)
-    import sva_linearizer.ros.launch_config as lc
+    import sva_linearizer.ros.node.launch_config as lc
     monkeypatch.setattr(lc, "package_config_dir", lambda: CONFIG_DIR)
     spec = importlib.util.spec_from_file_location("linearizer_launch", LAUNCH_FILE)
     mod = importlib.util.module_from_spec(spec)
@@ -187,7 +187,7 @@ def test_launch_file_stops_on_unknown_robot(launch_file):
 @pytest.mark.parametrize("prefix", [None, "empty"])
 def test_outside_an_ament_index_the_error_says_how_to_get_in(monkeypatch, tmp_path, prefix):
     pytest.importorskip("ament_index_python", reason="ament_index_python (ROS 2) is not installed")
-    from sva_linearizer.ros.launch_config import package_config_dir
+    from sva_linearizer.ros.node.launch_config import package_config_dir
 
     if prefix is None:
         monkeypatch.delenv("AMENT_PREFIX_PATH", raising=False)

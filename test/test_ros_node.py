@@ -8,11 +8,11 @@ pytest.importorskip("cyclonedds", reason="the in-memory transport's message clas
 
 import sva_linearizer as sl  # noqa: E402
 from ros_helpers.fake_transport import FakeTransport  # noqa: E402
-from sva_linearizer.ros.log import Throttle  # noqa: E402
-from sva_linearizer.ros.messages import joint_state_msg, msg_to_matrix, odometry_msg, stamp_to_ns  # noqa: E402
-from sva_linearizer.ros.node import LinearizerNode, ModelLoadError  # noqa: E402
-from sva_linearizer.ros.parameters import normalize_parameters  # noqa: E402
-from sva_linearizer.ros.record import RecordDescription, decode_record  # noqa: E402
+from sva_linearizer.ros.node.log import Throttle  # noqa: E402
+from sva_linearizer.ros.wire.messages import joint_state_msg, msg_to_matrix, odometry_msg, stamp_to_ns  # noqa: E402
+from sva_linearizer.ros.node.node import LinearizerNode, ModelLoadError  # noqa: E402
+from sva_linearizer.ros.node.parameters import normalize_parameters  # noqa: E402
+from sva_linearizer.ros.node.record import RecordDescription, decode_record  # noqa: E402
 
 SEC = 1_000_000_000
 
@@ -414,7 +414,7 @@ def test_plain_kernels_take_a_bounded_share_of_a_core(monkeypatch):
     each. A clock that advances 10 ms at each reading makes each linearization take 10 ms."""
     import types
 
-    import sva_linearizer.ros.node as node_module
+    import sva_linearizer.ros.node.node as node_module
 
     now = [100.0]
 
@@ -549,7 +549,7 @@ def _feet(reference="world_aligned", kind="point"):
 
 
 def _standing(rb, contacts):
-    from sva_linearizer.ros.sim import standing_state
+    from sva_linearizer.ros.demo.sim import standing_state
 
     q, v, tau, f = standing_state(rb.model, contacts)
     return dict(p=q[0:3], quat=q[3:7], twist=v[0:6], s=q[7:], r=v[6:], tau=tau), f
@@ -566,13 +566,13 @@ def _last(rb, topic):
 
 
 def _contacts(rb, stamp, frames, flags=None):
-    from sva_linearizer.ros.messages import contacts_msg
+    from sva_linearizer.ros.wire.messages import contacts_msg
 
     rb.T.deliver("contacts", contacts_msg(rb.T.types, stamp, frames, flags))
 
 
 def _wrench(rb, stamp, frame, f):
-    from sva_linearizer.ros.messages import wrench_msg
+    from sva_linearizer.ros.wire.messages import wrench_msg
 
     rb.T.deliver("contact_forces", wrench_msg(rb.T.types, stamp, frame, f[:3], f[3:6] if len(f) > 3 else (0, 0, 0)))
 
@@ -722,7 +722,7 @@ def test_contact_parameters_are_checked():
                            ({"contact_frames": ["a b"]}, "not a frame name")):
         with pytest.raises(ValueError, match=pattern.replace("(", r"\(")):
             normalize_parameters({**base, **extra})
-    from sva_linearizer.ros.parameters import contact_specs
+    from sva_linearizer.ros.node.parameters import contact_specs
 
     cs = contact_specs(normalize_parameters({**base, "contact_offsets": [0.0, 0.0, 0.01],
                                              "contact_baumgarte_kp": 10.0, "contact_baumgarte_kd": [1, 2, 3, 4]}))

@@ -19,8 +19,8 @@ pytest.importorskip("rclpy", reason="the pairing tests need ROS 2's rclpy as the
 
 from ros_helpers.dds_harness import Harness  # noqa: E402
 from ros_helpers.stamp_stream import odom_tag  # noqa: E402
-from sva_linearizer.ros.demo import start_process, stop_process  # noqa: E402
-from sva_linearizer.ros.loopback import loopback_env  # noqa: E402
+from sva_linearizer.ros.demo.demo import start_process, stop_process  # noqa: E402
+from sva_linearizer.ros.transports.loopback import loopback_env  # noqa: E402
 
 HERE = pathlib.Path(__file__).resolve().parent
 SECONDS = 3.0
@@ -96,7 +96,7 @@ def test_a_joint_state_without_odometry_of_its_stamp_takes_the_nearest_and_says_
         h.close()
     with_odom = np.array(sorted(s for s, ok in sent.items() if ok))
     lacking = [r for r in recs if not sent[r.stamp_ns]]
-    assert len(lacking) >= 0.5 * len(sent) / 10, f"{len(lacking)} records of stamps without odometry"
+    assert len(lacking) >= 20, f"{len(lacking)} records of stamps without odometry"
     for r in recs:
         if sent[r.stamp_ns]:
             assert r.odom_stamp_ns == r.stamp_ns and r.q[0] == odom_tag(r.stamp_ns)

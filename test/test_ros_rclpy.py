@@ -25,7 +25,7 @@ from ros_helpers.cases import (SEC, check_A_B, check_bad_inputs, check_descripti
                                check_position_only, check_standing_contacts, random_input)
 from ros_helpers.dds_harness import Harness  # noqa: E402
 from sva_linearizer.robots import robot_urdf_path  # noqa: E402
-from sva_linearizer.ros.parameters import DEFAULT_PARAMETERS, contact_specs, normalize_parameters  # noqa: E402
+from sva_linearizer.ros.node.parameters import DEFAULT_PARAMETERS, contact_specs, normalize_parameters  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 CONFIGS = sorted(p.stem for p in (ROOT / "config").glob("*.yaml"))
@@ -291,9 +291,9 @@ def test_best_effort_publishers_are_matched(node_transport):
 
 
 def test_auto_transport_is_rclpy_when_importable():
-    from sva_linearizer.ros.loopback import private_domain_id
-    from sva_linearizer.ros.transport import make_transport
-    from sva_linearizer.ros.transport_rclpy import RclpyTransport
+    from sva_linearizer.ros.transports.loopback import private_domain_id
+    from sva_linearizer.ros.transports.transport import make_transport
+    from sva_linearizer.ros.transports.transport_rclpy import RclpyTransport
 
     t = make_transport("auto", "sva_auto_test", domain_id=private_domain_id(991), args=["x"])
     try:

@@ -4,7 +4,7 @@ both ends of a best-effort topic have matched is published again, and the copies
 taken before the loop starts (so that none is taken as the answer to the next period)."""
 import time
 
-from sva_linearizer.ros import sim
+from sva_linearizer.ros.demo import sim
 
 
 class _Link:

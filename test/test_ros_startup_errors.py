@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from sva_linearizer.ros.loopback import loopback_env, private_domain_id
+from sva_linearizer.ros.transports.loopback import loopback_env, private_domain_id
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -95,7 +95,7 @@ def test_robot_without_example_robot_data_says_how_to_install_it(monkeypatch):
     from ros_helpers.fake_transport import FakeTransport
 
     import sva_linearizer.robots as robots
-    from sva_linearizer.ros.node import LinearizerNode, ModelLoadError
+    from sva_linearizer.ros.node.node import LinearizerNode, ModelLoadError
 
     monkeypatch.delenv("EXAMPLE_ROBOT_DATA_DIR", raising=False)
     monkeypatch.setenv("ROS_DISTRO", "jazzy")

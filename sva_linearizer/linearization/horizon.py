@@ -41,6 +41,14 @@ if TYPE_CHECKING:
     from ..model import Model
 
 
+class KnotError(ValueError):
+    """A knot of a horizon that cannot be linearized: ``knot`` its index; the message names it."""
+
+    def __init__(self, knot: int, reason: str):
+        super().__init__(f"linearize_horizon: knot {knot}: {reason}")
+        self.knot = knot
+
+
 @dataclass
 class Horizon:
     """The record's sections at the N knots of a horizon (module docstring). m: the rows of every
@@ -137,8 +145,8 @@ def linearize_horizon(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike, 
     with Baumgarte stiffness, input forces that are not finite) each knot is ``linearize`` on
     the worker threads (_knot_by_knot).
 
-    Raises ValueError naming the first bad knot by its index (a bad input, a singular mass matrix
-    or contact set, an overflow)."""
+    Raises KnotError (a ValueError; ``.knot`` its index) naming the first bad knot (a bad input, a
+    singular mass matrix or contact set, an overflow), ValueError for bad arguments."""
     Q, V, T = _knot_arrays(model, q, v, tau)
     N = Q.shape[0]
     dt = None if dt is None else check_dt(dt)
@@ -267,7 +275,7 @@ def _knot_by_knot(*setup):
     _run_workers(work, min(num_threads(), max(N, 1)), ("core", "contacts") if contacts else ("core",))
     if errors:
         i = min(errors)
-        raise ValueError(f"linearize_horizon: knot {i}: {errors[i]}")
+        raise KnotError(i, str(errors[i]))
 
 
 def _lanes_path(model, Q, V, T, dt, rigid, loops, inputs, schedule, rows, columns, out) -> bool:
@@ -346,7 +354,7 @@ def _lanes_path(model, Q, V, T, dt, rigid, loops, inputs, schedule, rows, column
         chunks += [(run, k < 0, lo, min(e, lo + step)) for lo in range(s, e, step)]
     if first_bad:
         i, err = min(first_bad, key=lambda x: x[0])
-        raise ValueError(f"linearize_horizon: knot {i}: {err}")
+        raise KnotError(i, str(err))
     counter = itertools.count()
 
     def work(t):
@@ -381,7 +389,7 @@ def _lanes_path(model, Q, V, T, dt, rigid, loops, inputs, schedule, rows, column
         try:
             _knot(model, Q, V, T, dt, rigid, loops, inputs, schedule, rows, columns, out, i)
         except ValueError as e:
-            raise ValueError(f"linearize_horizon: knot {i}: {e}") from None
+            raise KnotError(i, str(e)) from None
     if bad:
-        raise ValueError(f"linearize_horizon: knot {bad[0]}: the linearization failed in the lanes")
+        raise KnotError(bad[0], "the linearization failed in the lanes")
     return True

@@ -11,7 +11,7 @@ import argparse
 import os
 import sys
 
-from .parameters import DEFAULT_PARAMETERS, NODE_NAME, PARAMETER_TYPES
+from .node.parameters import DEFAULT_PARAMETERS, NODE_NAME, PARAMETER_TYPES
 
 
 def _add_node_arguments(p):
@@ -44,7 +44,7 @@ def _collect_parameters(args, ros_args):
     With rclpy, ``--ros-args`` (and ``--config``, passed on as ``--params-file``) are read by rcl
     itself; only our own options become parameter overrides. The full set is still parsed here to
     report a bad parameter before any entity exists."""
-    from .parameter_files import load_params_file, parse_ros_args, parse_value, ros_identity
+    from .node.parameter_files import load_params_file, parse_ros_args, parse_value, ros_identity
 
     params, own = {}, {}
     name, namespace = ros_identity(ros_args, NODE_NAME, getattr(args, "namespace", "") or "")
@@ -79,12 +79,12 @@ def _rcl_args(args, ros_args):
 
 def run_node(args, ros_args=()) -> int:
     """Build the transport and the node, spin until SIGINT/SIGTERM (or --duration), exit 0."""
-    from .loopback import loopback_config, loopback_vars
-    from .node import LinearizerNode
-    from .parameter_files import ros_identity
-    from .parameters import normalize_parameters
-    from .prerequisites import choose_transport
-    from .transport import make_transport
+    from .node.node import LinearizerNode
+    from .node.parameter_files import ros_identity
+    from .node.parameters import normalize_parameters
+    from .transports.loopback import loopback_config, loopback_vars
+    from .transports.prerequisites import choose_transport
+    from .transports.transport import make_transport
 
     try:
         params, own = _collect_parameters(args, list(ros_args))
@@ -122,6 +122,7 @@ def run_node(args, ros_args=()) -> int:
                               f"and {node.output_topics[-1]}")
         _quiet_gc()
         transport.spin(args.duration)
+        node.close()
         _log_after_spin(transport, node.summary())
     except KeyboardInterrupt:  # SIGINT before spinning started (e.g. during the warm-up)
         pass
@@ -167,8 +168,18 @@ def _reporting_errors(name, fn):
 
 
 def _cmd_demo(args):
-    from .demo import run_control_demo, run_demo
+    from .demo.demo import run_control_demo, run_demo
 
+    if args.control and args.horizon:
+        from .demo.horizon_demo import run_horizon_demo
+
+        return _reporting_errors("demo", lambda: run_horizon_demo(
+            knots=args.horizon, seconds=args.seconds, robot=args.robot, rate=args.rate, plant=args.plant,
+            corrupt_horizon=args.corrupt_horizon, baseline=not args.no_baseline))
+    if args.horizon or args.corrupt_horizon or args.no_baseline:
+        print("sva-linearizer demo: --horizon, --corrupt-horizon and --no-baseline go with --control --horizon N",
+              file=sys.stderr)
+        return 2
     if args.control:
         return _reporting_errors("demo", lambda: run_control_demo(
             seconds=args.seconds, robot=args.robot, rate=args.rate, plant=args.plant,
@@ -177,12 +188,18 @@ def _cmd_demo(args):
 
 
 def _cmd_bench(args):
-    from .bench import run_bench, run_soak
+    from .demo.bench import run_bench, run_horizon_bench, run_soak
+
+    if args.horizon:
+        return _reporting_errors("bench-node", lambda: run_horizon_bench(
+            robots=(args.robots or "solo12").split(","), rate=float(args.rates or 500.0), knots=args.horizon,
+            request_hz=args.request_rate, seconds=args.seconds if args.seconds is not None else 10.0,
+            transports=(args.transport or "rclpy").split(","), pin=not args.no_pin))
 
     if args.soak:
         robots = (args.robots or "solo12").split(",")
         rates = [float(r) for r in (args.rates or "1000").split(",")]
-        transports = args.transport.split(",")
+        transports = (args.transport or "dds").split(",")
         if len(robots) != 1 or len(rates) != 1 or len(transports) != 1:
             print("sva-linearizer bench-node --soak: one robot, one rate and one transport", file=sys.stderr)
             return 2
@@ -193,15 +210,24 @@ def _cmd_bench(args):
         robots=(args.robots or "solo12,g1_29dof").split(","),
         rates=[float(r) for r in (args.rates or "500,1000").split(",")],
         seconds=args.seconds if args.seconds is not None else 10.0,
-        transports=args.transport.split(","), pin=not args.no_pin))
+        transports=(args.transport or "dds").split(","), pin=not args.no_pin))
 
 
 def _cmd_sim(args):
-    from .sim import run_sim_control, run_sim_publisher
+    from .demo.sim import run_sim_control, run_sim_publisher
 
     if args.mode == "control":
+        lift = None
+        if args.lift:
+            try:
+                frame, t_off, t_on = args.lift.split(":")
+                lift = (frame, float(t_off), float(t_on))
+            except ValueError:
+                print(f"sva-linearizer sim: --lift FRAME:T_OFF:T_ON, got {args.lift!r}", file=sys.stderr)
+                return 2
         return _reporting_errors("sim", lambda: run_sim_control(robot=args.robot, rate=args.rate, seconds=args.seconds,
-                                                                plant=args.plant, kind=args.transport))
+                                                                plant=args.plant, kind=args.transport,
+                                                                push_force=args.push_force, lift=lift))
     return _reporting_errors("sim", lambda: run_sim_publisher(robot=args.robot, rate=args.rate,
                                                               seconds=args.seconds, mode=args.mode,
                                                               kind=args.transport))
@@ -210,7 +236,7 @@ def _cmd_sim(args):
 def _cmd_loopback_env(args) -> int:
     import shlex
 
-    from .loopback import loopback_vars
+    from .transports.loopback import loopback_vars
 
     for name, value in loopback_vars(args.domain_id if args.domain_id is not None else 0).items():
         if name != "ROS_DOMAIN_ID" or args.domain_id is not None:
@@ -219,7 +245,8 @@ def _cmd_loopback_env(args) -> int:
 
 
 def add_subcommands(subparsers):
-    from .control import CORRUPTIONS
+    from .demo.control import CORRUPTIONS
+    from .demo.mpc import HORIZON_CORRUPTIONS
 
     """Register ``node``, ``demo`` and ``bench-node`` (and the helper ``sim``) on an argparse
     subparsers object; each sets ``func(args) -> int``."""
@@ -246,6 +273,15 @@ def add_subcommands(subparsers):
                    help="--control: the simulated robot's dynamics (default: Pinocchio when installed)")
     d.add_argument("--corrupt-record", choices=CORRUPTIONS, default=None,
                    help="--control: damage every record before the controller uses it (the loop must fail)")
+    d.add_argument("--horizon", type=int, default=0, metavar="N",
+                   help="--control: a model-predictive controller that requests N knots of the node's horizon each "
+                        "period and takes one Riccati step along them (an arm tracks a fast reference, beside "
+                        "the one-step controller on the same task; a quadruped shifts its weight and lifts a foot)")
+    d.add_argument("--corrupt-horizon", choices=HORIZON_CORRUPTIONS, default=None,
+                   help="--control --horizon: damage every answer (or request) before the controller uses it "
+                        "(the loop must fail)")
+    d.add_argument("--no-baseline", action="store_true",
+                   help="--control --horizon, an arm: do not run the one-step controller on the task first")
     d.set_defaults(func=_cmd_demo)
 
     b = subparsers.add_parser("bench-node", help="node output rate and latency over loopback DDS or ROS 2 "
@@ -263,9 +299,14 @@ def add_subcommands(subparsers):
     b.add_argument("--report-every", type=float, default=60.0, help="--soak: seconds between progress lines")
     b.add_argument("--warmup", type=float, default=30.0,
                    help="--soak: seconds of output before the measured span starts (default 30)")
-    b.add_argument("--transport", default="dds",
+    b.add_argument("--transport", default=None,
                    help="the node's transport (and the publisher's and receiver's): dds, rclpy, or both "
-                        "comma-separated (default dds)")
+                        "comma-separated (default dds; --horizon: rclpy)")
+    b.add_argument("--horizon", type=int, default=0, metavar="N",
+                   help="a planner requests N knots (a trot schedule, solo12's four feet) at --request-rate "
+                        "beside the per-state stream at --rates (one rate, default 500): round trip and "
+                        "stream rate (default transport rclpy)")
+    b.add_argument("--request-rate", type=float, default=50.0, help="--horizon: requests per second (default 50)")
     b.add_argument("--no-pin", action="store_true",
                    help="do not pin the node to a core of its own (default: the node gets the last CPU, "
                         "publisher and receiver the others)")
@@ -291,6 +332,12 @@ def add_subcommands(subparsers):
                         "control: integrate the torques commanded on effort_controller/commands")
     s.add_argument("--plant", choices=("pinocchio", "package"), default="pinocchio",
                    help="--mode control: the dynamics integrated")
+    s.add_argument("--push-force", type=float, default=0.5,
+                   help="--mode control, a quadruped: the push on its base 1 s into the loop, times its weight "
+                        "(default 0.5; 0: none)")
+    s.add_argument("--lift", default=None, metavar="FOOT:T_OFF:T_ON",
+                   help="--mode control, a quadruped: FOOT's contact is off from T_OFF to T_ON (s into the loop), "
+                        "on `contacts` too")
     s.add_argument("--transport", choices=("dds", "rclpy"), default="dds")
     s.set_defaults(func=_cmd_sim)
 

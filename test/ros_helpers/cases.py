@@ -210,7 +210,7 @@ def check_standing_contacts(h, mode="rigid", t0=600):
     forces: B's extra columns) equal sl.linearize's in this process (e_max <= 1e-12: the same code);
     the pair record names the active contacts. Then an unknown frame in the contact set: a warning
     naming it, nothing published for its stamp, and the next good sample is answered."""
-    from sva_linearizer.ros.sim import standing_state
+    from sva_linearizer.ros.demo.sim import standing_state
 
     model = sl.load_urdf(robot_urdf_path("solo12"), floating_base=True)
     feet = [sl.Contact(f, reference="world_aligned") for f in FEET]

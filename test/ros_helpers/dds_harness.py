@@ -13,12 +13,12 @@ import shutil
 import sys
 import time
 
-from sva_linearizer.ros.demo import start_process, stop_process
-from sva_linearizer.ros.messages import contacts_msg, joint_state_msg, odometry_msg, wrench_msg
-from sva_linearizer.ros.node import QOS_DESCRIPTION, QOS_STATE_PUB
-from sva_linearizer.ros.loopback import loopback_config, loopback_env, loopback_vars, private_domain_id
-from sva_linearizer.ros.record import RecordReader
-from sva_linearizer.ros.transport_dds import DdsTransport
+from sva_linearizer.ros.demo.demo import start_process, stop_process
+from sva_linearizer.ros.wire.messages import contacts_msg, joint_state_msg, odometry_msg, wrench_msg
+from sva_linearizer.ros.node.node import QOS_DESCRIPTION, QOS_STATE_PUB
+from sva_linearizer.ros.transports.loopback import loopback_config, loopback_env, loopback_vars, private_domain_id
+from sva_linearizer.ros.client.record_reader import RecordReader
+from sva_linearizer.ros.transports.transport_dds import DdsTransport
 
 _counter = itertools.count(1)
 
@@ -70,7 +70,7 @@ def make_peer(kind, name, domain, namespace=""):
     """The test side's transport on the private loopback domain: ``dds`` or ``rclpy``."""
     if kind == "dds":
         return DdsTransport(name, domain_id=domain, config=loopback_config(), namespace=namespace)
-    from sva_linearizer.ros.transport_rclpy import RclpyTransport
+    from sva_linearizer.ros.transports.transport_rclpy import RclpyTransport
 
     # Fast DDS reads its transport settings from the environment when the participant is created
     os.environ.update({k: v for k, v in loopback_vars(domain).items() if k != "ROS_DOMAIN_ID"})

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
-"""An in-memory transport with the interface of sva_linearizer.ros.transport (for in-process tests)."""
-from sva_linearizer.ros import dds_types
-from sva_linearizer.ros.messages import types_namespace
+"""An in-memory transport with the interface of sva_linearizer.ros.transports.transport (for in-process tests)."""
+from sva_linearizer.ros.wire import dds_types
+from sva_linearizer.ros.wire.messages import types_namespace
 
 
 class _Logger:

@@ -21,8 +21,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from ros_helpers.dds_harness import make_peer  # noqa: E402
 from sva_linearizer.robots import load_robot  # noqa: E402
-from sva_linearizer.ros.messages import joint_state_msg, odometry_msg  # noqa: E402
-from sva_linearizer.ros.node import QOS_STATE_PUB  # noqa: E402
+from sva_linearizer.ros.wire.messages import joint_state_msg, odometry_msg  # noqa: E402
+from sva_linearizer.ros.node.node import QOS_STATE_PUB  # noqa: E402
 
 
 def odom_tag(stamp_ns: int) -> float:

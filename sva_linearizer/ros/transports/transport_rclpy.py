@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """The rclpy transport: a real ROS 2 node (Humble or newer) behind the interface :mod:`.transport`
-describes; parameters declared with their ROS 2 types (:mod:`.parameters`).
+describes; parameters declared with their ROS 2 types (:mod:`sva_linearizer.ros.node.parameters`).
 
 rclpy and the message packages are imported when a transport is built, not with this module.
 """
@@ -11,10 +11,10 @@ import struct
 import threading
 import time
 
-from .cdr import decode_joint_state, decode_odometry
-from .log import Throttle
-from .messages import ROS_TYPES, types_namespace
-from .parameters import PARAMETER_DESCRIPTIONS, PARAMETER_RANGES, typed_parameter_value
+from ..node.log import Throttle
+from ..node.parameters import PARAMETER_DESCRIPTIONS, PARAMETER_RANGES, typed_parameter_value
+from ..wire.cdr import decode_joint_state, decode_odometry
+from ..wire.messages import ROS_TYPES, types_namespace
 
 
 class RclpyTransport:
@@ -157,7 +157,7 @@ class RclpyTransport:
     def create_subscription(self, topic, type_name, callback, qos, raw_decode=None, superseded=None):
         """``raw_decode``: None (the default: rclpy messages, except sensor_msgs/JointState and
         nav_msgs/Odometry, see below), True or False. With it, the subscription takes the
-        serialized bytes and decodes them with :mod:`.cdr` into plain attribute objects: rclpy
+        serialized bytes and decodes them with :mod:`sva_linearizer.ros.wire.cdr` into plain attribute objects: rclpy
         builds a received message as Python objects with checked setters (an Odometry is ten),
         about twenty times the cost of the one-pass decode and a large share of the node's time
         per state at 1 kHz (docs/ros.md, "Node performance"). A sample that does not decode is
@@ -295,7 +295,7 @@ def _overridable():
 
 
 def _rclpy_type(kind: str):
-    """rclpy's Parameter.Type for a type name of :data:`.parameters.PARAMETER_TYPES`."""
+    """rclpy's Parameter.Type for a type name of :data:`sva_linearizer.ros.node.parameters.PARAMETER_TYPES`."""
     from rclpy.parameter import Parameter
 
     return {"string": Parameter.Type.STRING, "bool": Parameter.Type.BOOL, "double": Parameter.Type.DOUBLE,

@@ -30,11 +30,11 @@ import time
 
 import numpy as np
 
+from ..client.record_reader import RecordReader
+from ..transports.loopback import loopback_config, loopback_env, loopback_vars, private_domain_id
+from ..transports.transport_dds import DdsTransport
+from ..transports.transport_rclpy import RclpyTransport
 from .demo import start_process, stop_process
-from .record import RecordReader
-from .loopback import loopback_config, loopback_env, loopback_vars, private_domain_id
-from .transport_dds import DdsTransport
-from .transport_rclpy import RclpyTransport
 
 # the node runs with the full record: the discrete part too (Ad, Bd, the predicted next state)
 RECORD_DT = 0.01
@@ -136,6 +136,136 @@ def bench_case(robot, rate, seconds=10.0, warmup=2.0, case_index=0, transport="d
                 linearize=mean.group(1) if mean else "?", node_log=list(node.lines),
                 cpu_per_pair=((cpu1 - cpu0) * 1e3 / len(window)
                               if window and cpu0 is not None and cpu1 is not None else float("nan")))
+
+
+#: the feet of the horizon case's node (its contact schedule: a trot over them)
+HORIZON_FEET = {"solo12": ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT"),
+                "go2": ("FL_foot", "FR_foot", "RL_foot", "RR_foot")}
+
+
+def trot_schedule(N: int, period: int = 8):
+    """A trot over four feet (FL, FR, HL, HR order): diagonal pairs alternating every `period` knots."""
+    first = (np.arange(N) // period) % 2 == 0
+    return np.stack([first, ~first, ~first, first], axis=1)
+
+
+def bench_horizon_case(robot="solo12", rate=500.0, knots=50, request_hz=50.0, seconds=10.0, warmup=2.0,
+                       case_index=0, transport="rclpy", pin=True):
+    """The per-state stream at ``rate`` Hz and, beside it, a planner (this process, the package's
+    HorizonClient) sending requests of ``knots`` knots with a trot schedule and dt at ``request_hz``,
+    each as soon as the one before is answered or its period has passed -> dict: the stream's
+    input_hz, output_hz, the requests sent and answered (and how: ok, refused, superseded), the
+    round trip request -> answer decoded (rt_p50, rt_p99, rt_max, ms) and the node's CPU per second."""
+    from sva_linearizer.robots import load_robot
+
+    from ..client.horizon_client import HorizonClient
+
+    feet = HORIZON_FEET.get(robot)
+    if feet is None:
+        raise ValueError(f"bench-node --horizon: no feet known for '{robot}' (known: {', '.join(HORIZON_FEET)})")
+    model = load_robot(robot)
+    domain = private_domain_id(os.getpid() + 31 * (case_index + 1))
+    env = loopback_env(domain)
+    py = sys.executable
+    plan = cpu_plan(pin)
+    own_affinity = os.sched_getaffinity(0) if plan else None
+    if plan:
+        os.sched_setaffinity(0, plan[0])
+    try:
+        node = start_process([py, "-m", "sva_linearizer.ros", "node", "--robot", robot, "--transport", transport,
+                              "--param", f"dt={RECORD_DT}", "--param", f"contact_frames=[{','.join(feet)}]",
+                              "--param", "contact_references=[world_aligned]",
+                              "--param", "warn_period=5.0"], env, "", echo=False)
+    finally:
+        if plan:
+            os.sched_setaffinity(0, plan[1])
+    pub = receiver = None
+    recs, trips, statuses = [], [], {}
+    try:
+        receiver = _receiver(transport, domain)
+        reader = RecordReader(receiver, lambda rec, recv_ns: recs.append(recv_ns))
+        client = HorizonClient(receiver)
+        if not receiver.wait_for_writers(reader.record_reader, 120.0) or not client.wait_for_node(60.0):
+            raise RuntimeError(f"node did not come up: {node.lines[-5:]}")
+        rng = np.random.default_rng(3)
+        Q = np.zeros((knots, model.nq))
+        for k in range(knots):
+            quat = rng.normal(size=4)
+            Q[k, 3:7] = quat / np.linalg.norm(quat)
+            Q[k, 7:] = rng.uniform(-1, 1, model.nj)
+        V, T = rng.normal(size=(knots, model.nv)), rng.normal(size=(knots, model.nj))
+        schedule = trot_schedule(knots)
+        client.request(Q, V, T, RECORD_DT, schedule).result(120.0)       # the first: kernels warm
+        pub = start_process([py, "-m", "sva_linearizer.ros", "sim", "--robot", robot, "--rate", str(rate),
+                             "--seconds", str(seconds + warmup + 1.0), "--mode", "random",
+                             "--transport", transport], env, "", echo=False)
+        deadline = time.monotonic() + 120.0
+        while not recs and time.monotonic() < deadline and pub.poll() is None:
+            receiver.spin_once(0.05)
+        t_start = time.monotonic() + warmup
+        t_end = t_start + seconds
+        period = 1.0 / request_hz
+        future, next_send = None, time.monotonic()
+        cpu0 = None
+        while time.monotonic() < t_end and pub.poll() is None:
+            now = time.monotonic()
+            if cpu0 is None and now >= t_start:
+                cpu0, n0, t0 = _cpu_seconds(node.pid), len(recs), now
+            if future is not None and future.done():
+                if future.sent_ns >= t_start * 1e9 - 1:
+                    trips.append((future.received_ns - future.sent_ns) * 1e-6)
+                    statuses[future.answer.status] = statuses.get(future.answer.status, 0) + 1
+                future = None
+            if future is None and now >= next_send:
+                future = client.request(Q, V, T, RECORD_DT, schedule)
+                future.sent_ns = time.monotonic_ns()
+                next_send = max(next_send + period, now)
+            receiver.spin_once(0.0005)
+        cpu1, n1, t1 = _cpu_seconds(node.pid), len(recs), time.monotonic()
+        pub.wait(30)
+    finally:
+        if pub is not None:
+            stop_process(pub)
+        stop_process(node)
+        if receiver is not None:
+            receiver.close()
+        if own_affinity:
+            os.sched_setaffinity(0, own_affinity)
+    sent = re.search(r"\(([\d.]+) Hz, target", "\n".join(pub.lines)) if pub is not None else None
+    rt = np.array(trips) if trips else np.array([np.nan])
+    span = max(t1 - t0, 1e-9)
+    return dict(robot=robot, rate=rate, knots=knots, request_hz=request_hz, transport=transport,
+                input_hz=float(sent.group(1)) if sent else float("nan"), output_hz=(n1 - n0) / span,
+                requests=len(trips), answered=statuses.get(0, 0), other=sum(v for k, v in statuses.items() if k),
+                rt_p50=float(np.percentile(rt, 50)), rt_p99=float(np.percentile(rt, 99)), rt_max=float(np.max(rt)),
+                node_cpu=(cpu1 - cpu0) / span if cpu0 is not None and cpu1 is not None else float("nan"))
+
+
+def run_horizon_bench(robots=("solo12",), rate=500.0, knots=50, request_hz=50.0, seconds=10.0, out=None,
+                      transports=("rclpy",), pin=True) -> int:
+    """bench-node --horizon: the rows of :func:`bench_horizon_case`."""
+    out = out or sys.stdout
+    plan = cpu_plan(pin)
+    load = os.getloadavg()
+    print(f"bench-node --horizon {knots}: a planner (this process) requests {knots} knots with a trot schedule at "
+          f"{request_hz:g} Hz beside the per-state stream at {rate:g} Hz; {cpu_model()}, load average "
+          f"{load[0]:.2f}; " + (f"node pinned to CPU {sorted(plan[0])}, publisher and planner to CPU "
+                                f"{sorted(plan[1])}" if plan else "no CPU pinning"), file=out, flush=True)
+    print(f"{'transport':<9} {'robot':<8} {'stream in':>9} {'stream out':>10} {'requests':>8} {'answered':>8} "
+          f"{'rt p50':>8} {'rt p99':>8} {'rt max':>8} {'node CPU':>9}", file=out, flush=True)
+    code = 0
+    for i, (transport, robot) in enumerate((t, r) for t in transports for r in robots):
+        try:
+            r = bench_horizon_case(robot, rate, knots, request_hz, seconds, case_index=i, transport=transport,
+                                   pin=pin)
+        except RuntimeError as e:
+            print(f"{transport:<9} {robot:<8} failed: {e}", file=out, flush=True)
+            code = 1
+            continue
+        print(f"{transport:<9} {robot:<8} {r['input_hz']:>7.0f}Hz {r['output_hz']:>8.0f}Hz {r['requests']:>8} "
+              f"{r['answered']:>8} {r['rt_p50']:>6.2f}ms {r['rt_p99']:>6.2f}ms {r['rt_max']:>6.1f}ms "
+              f"{r['node_cpu'] * 100:>8.0f}%", file=out, flush=True)
+    return code
 
 
 def run_bench(robots=("solo12", "g1_29dof"), rates=(500.0, 1000.0), seconds=10.0, out=None,

@@ -2,11 +2,11 @@
 """Transport-independent message helpers: stamps, matrices as Float64MultiArray, the input messages.
 
 Everything here works on *any* object with the ROS 2 field names: rclpy messages, the Cyclone DDS
-IDL structs of :mod:`sva_linearizer.ros.dds_types`, or plain namespaces in tests. Messages are built
+IDL structs of :mod:`sva_linearizer.ros.wire.dds_types`, or plain namespaces in tests. Messages are built
 through a ``types`` namespace that has the ROS class names (``types.Float64MultiArray`` ...), which
 each transport provides.
 
-The node's output, the linearization record, is :mod:`sva_linearizer.ros.record`.
+The node's output, the linearization record, is :mod:`sva_linearizer.ros.node.record`.
 """
 from __future__ import annotations
 

@@ -165,7 +165,7 @@ class DiagnosticArray(IdlStruct, typename="diagnostic_msgs::msg::dds_::Diagnosti
 
 # ----------------------------------------------------------------------------------- fast codecs
 # JointState, Odometry and Float64MultiArray, the hot types, take the one-pass codecs of
-# :mod:`sva_linearizer.ros.cdr` instead of cyclonedds' field-by-field Python ones (see there).
+# :mod:`sva_linearizer.ros.wire.cdr` instead of cyclonedds' field-by-field Python ones (see there).
 def _install_fast_codec(cls, decode, encode):
     generic_deserialize = cls.deserialize.__func__
     generic_serialize = cls.serialize

@@ -18,4 +18,5 @@ QOS_FORCES = dict(reliable=False, transient_local=False, depth=32)  # one sample
 QOS_STATE_PUB = dict(reliable=True, transient_local=False, depth=10)
 QOS_DESCRIPTION = dict(reliable=True, transient_local=True, depth=1)  # as robot_state_publisher
 QOS_OUTPUT = dict(reliable=True, transient_local=False, depth=10)
-
+# a planner's horizon requests: reliable (a request is answered, not skipped), a few may wait
+QOS_REQUEST = dict(reliable=True, transient_local=False, depth=10)

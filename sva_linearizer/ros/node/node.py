@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """The linearizer node's logic, written once for every transport (rclpy or plain DDS).
 
-:class:`LinearizerNode` takes a *transport* (see :mod:`sva_linearizer.ros.transport`) and the
-node parameters (names, defaults and checks in :mod:`sva_linearizer.ros.parameters`). It
+:class:`LinearizerNode` takes a *transport* (see :mod:`sva_linearizer.ros.transports.transport`) and the
+node parameters (names, defaults and checks in :mod:`sva_linearizer.ros.node.parameters`). It
 
 * holds the model, built from the ``robot_description`` parameter (URDF XML), else ``urdf_path``,
   else ``robot`` (a name known to :mod:`sva_linearizer.robots`), else from the robot_description
@@ -20,7 +20,7 @@ node parameters (names, defaults and checks in :mod:`sva_linearizer.ros.paramete
   instead of queueing; ``max_rate`` limits further by input stamp), linearizes with
   :func:`sva_linearizer.linearize` (with ``dt`` > 0 also Ad, Bd and :func:`sva_linearizer.next_state`)
   and publishes the linearization record ``linearization/record``: A, B, the point, the drift and
-  the rest in one message (:mod:`sva_linearizer.ros.record`; its names in
+  the rest in one message (:mod:`sva_linearizer.ros.node.record`; its names in
   ``linearization/description``), then, for tools and consumers of the matrices alone, the point as
   ``linearization/point/joint_state`` and ``/odom`` (``publish_point``) and ``linearization/A``,
   ``/B`` (``publish_a_b``);
@@ -62,11 +62,12 @@ from sva_linearizer._jit import group_state, on_ready
 
 from sva_linearizer.labels import z_names
 
+from ..wire.messages import TOPIC_A, TOPIC_B, joint_state_msg, make_time, matrix_to_msg, odometry_msg, stamp_to_ns
+from ..wire.qos import (QOS_CONTACTS, QOS_DESCRIPTION, QOS_FORCES, QOS_ODOM, QOS_OUTPUT, QOS_STATE,  # noqa: F401
+                        QOS_STATE_PUB)
+from .horizon_service import HorizonService
 from .log import Throttle
-from .messages import TOPIC_A, TOPIC_B, joint_state_msg, make_time, matrix_to_msg, odometry_msg, stamp_to_ns
 from .parameters import contact_specs, loop_specs, normalize_parameters
-from .qos import (QOS_CONTACTS, QOS_DESCRIPTION, QOS_FORCES, QOS_ODOM, QOS_OUTPUT, QOS_STATE,  # noqa: F401
-                  QOS_STATE_PUB)
 from .record import (TOPIC_DESCRIPTION, TOPIC_POINT_JOINTS, TOPIC_POINT_ODOM, TOPIC_RECORD, description_json,
                      encode_record, record_msg, stamp_section)
 
@@ -293,6 +294,8 @@ class LinearizerNode:
             [TOPIC_A, TOPIC_B] if self._pub_a else []) + [TOPIC_DESCRIPTION, TOPIC_RECORD]
         self._pub_diagnostics = transport.create_publisher(TOPIC_DIAGNOSTICS, "diagnostic_msgs/msg/DiagnosticArray",
                                                            QOS_OUTPUT)
+        # a planner's horizon requests, answered on a worker thread of their own
+        self.horizon = HorizonService(self, transport)
         # the record last: its writer's appearance tells a subscriber that the node is ready
         self._pub_record = transport.create_publisher(TOPIC_RECORD, "std_msgs/msg/Float64MultiArray", QOS_OUTPUT)
         transport.create_timer(DIAGNOSTICS_PERIOD_S, self.publish_diagnostics)
@@ -400,6 +403,15 @@ class LinearizerNode:
                 + f"; {'all' if p['contacts_default_active'] else 'none'} active until a contact set "
                   f"arrives on {p['contacts_topic']}")
         return None
+
+    @property
+    def description_text(self) -> str | None:
+        """The JSON of the description in use (linearization/description), None without a model."""
+        return self._description if self.model is not None else None
+
+    def close(self) -> None:
+        """Stop the horizon requests' worker (the transport is closed by its owner)."""
+        self.horizon.close()
 
     def _base_choice(self, source, model) -> str:
         """'floating base' or 'fixed base', with why (for the log line of a new model)."""
@@ -653,7 +665,10 @@ class LinearizerNode:
         timer = self._wait_timer
         if timer is not None and bool(self._waiting) != self._wait_timer_armed:
             self._wait_timer_armed = bool(self._waiting)
-            timer.reset() if self._waiting else timer.cancel()
+            if self._waiting:
+                timer.reset()           # armed only when the first joint state starts to wait: a reset
+            else:                       # on every arrival would put its firing off indefinitely
+                timer.cancel()
         return result
 
     def _on_wait_timer(self):
@@ -773,6 +788,7 @@ class LinearizerNode:
             "records published": str(self.published),
             "dropped by reason": ", ".join(f"{k} {v}" for k, v in sorted(self.rejected.items())) or "none",
             "odometry pairing": self._pairing_text(),
+            "horizon requests": self._horizon_text(),
             "last problem": self.last_problem or "none",
         }
         if model is None:
@@ -789,6 +805,13 @@ class LinearizerNode:
                                     values=[T.KeyValue(key=k, value=v) for k, v in values.items()])
         self._pub_diagnostics.publish(T.DiagnosticArray(header=T.Header(stamp=make_time(T, now), frame_id=""),
                                                         status=[status]))
+
+    def _horizon_text(self) -> str:
+        """The horizon requests since the start, and the answers' time since the last report."""
+        c = self.horizon.counts
+        lat, self.horizon.latencies_ms = self.horizon.latencies_ms, []
+        text = ", ".join(f"{k} {v}" for k, v in c.items())
+        return text + (f"; answer p50 {np.percentile(lat, 50):.2f} ms, max {max(lat):.2f} ms" if lat else "")
 
     def _pairing_text(self) -> str:
         """How the records took their odometry: of its own stamp (exact) or the nearest sample."""

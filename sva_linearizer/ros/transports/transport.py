@@ -3,7 +3,7 @@
 one of the two implementations: :class:`.transport_rclpy.RclpyTransport` (a real rclpy node) or
 :class:`.transport_dds.DdsTransport` (plain DDS through the ``cyclonedds`` package).
 
-The interface (what :class:`sva_linearizer.ros.node.LinearizerNode` uses)::
+The interface (what :class:`sva_linearizer.ros.node.node.LinearizerNode` uses)::
 
     transport.types                       # message classes by ROS name: JointState, Odometry, Header,
                                           # Time, String, Float64MultiArray, MultiArrayLayout, ...
@@ -23,7 +23,7 @@ The interface (what :class:`sva_linearizer.ros.node.LinearizerNode` uses)::
 
 ``qos`` is a dict ``reliable`` (bool), ``transient_local`` (bool), ``depth`` (int, keep-last).
 The rclpy transport also reads and publishes the node's parameters (``get_parameters``,
-``publish_parameters``); with the DDS transport the command line does (:mod:`.parameter_files`).
+``publish_parameters``); with the DDS transport the command line does (:mod:`sva_linearizer.ros.node.parameter_files`).
 """
 from __future__ import annotations
 

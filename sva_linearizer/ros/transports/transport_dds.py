@@ -3,7 +3,7 @@
 (PyPI), no ROS 2 installation needed. Its interface is the one :mod:`.transport` describes.
 
 On the wire: topic ``rt/<name>`` (a relative name gets the namespace, default none), type
-``pkg::msg::dds_::Type_`` (:mod:`.dds_types`), XCDR1 little-endian, domain from ``ROS_DOMAIN_ID``
+``pkg::msg::dds_::Type_`` (:mod:`sva_linearizer.ros.wire.dds_types`), XCDR1 little-endian, domain from ``ROS_DOMAIN_ID``
 (default 0), Cyclone configuration from ``CYCLONEDDS_URI`` or the ``config`` argument, always
 preceded by :data:`.cyclone_compat.CYCLONE_COMPATIBILITY` (what a Fast DDS peer needs). A ROS 2
 system on the same domain sees its topics (``ros2 topic echo`` works), though not the node itself
@@ -18,9 +18,9 @@ import signal
 import threading
 import time
 
+from ..node.log import StderrLogger, Throttle
+from ..wire.messages import types_namespace
 from .cyclone_compat import default_cyclone_config
-from .log import StderrLogger, Throttle
-from .messages import types_namespace
 from .prerequisites import TransportUnavailable
 
 
@@ -77,7 +77,7 @@ class DdsTransport:
             raise TransportUnavailable(f"the DDS transport needs the cyclonedds package ({e}): "
                                        "pip install 'sva_linearizer[dds]' (or pip install cyclonedds)") from None
 
-        from .dds_types import BY_ROS_NAME
+        from ..wire.dds_types import BY_ROS_NAME
 
         if domain_id is None:
             domain_id = int(os.environ.get("ROS_DOMAIN_ID", "0") or 0)

@@ -22,7 +22,7 @@ from scipy.linalg import solve_discrete_are
 
 from sva_linearizer.spatial import quat_to_matrix, se3_log
 
-from .record import Record
+from ..node.record import Record
 
 #: Ways to damage a record before the controller uses it (the tests show each breaks the loop).
 CORRUPTIONS = ("A_transposed", "B_transposed", "no_drift", "Bd_flipped")

@@ -32,7 +32,7 @@ def loopback_config(max_participants: int = 50) -> str:
 
 #: The Fast DDS loopback profiles shipped with the package (Fast DDS 3: Kilted and later; Fast DDS 2:
 #: Humble, Iron, Jazzy), for a planner of one's own too: ``sva-linearizer loopback-env`` prints them.
-_DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data")
+_DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "data")
 FASTDDS_PROFILE = os.path.join(_DATA, "fastdds_loopback.xml")
 FASTDDS2_PROFILE = os.path.join(_DATA, "fastdds2_loopback.xml")
 

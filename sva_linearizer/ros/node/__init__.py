@@ -1,0 +1,13 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""The node, written once for every transport, with its record, its horizon answers and its parameters
+(imports wire/):
+
+    node.py             LinearizerNode: model, input checks, pairing inputs by stamp, linearization, publishing
+    record.py           the linearization record: its layout, encoding, decoding, description
+    horizon.py          a planner's horizon request and the node's answer: the wire format
+    horizon_service.py  the node's answers to horizon requests, on a worker thread of their own
+    parameters.py       the parameters: names, defaults, ROS 2 types, checks, the configured contacts
+    parameter_files.py  parameter files and ``--ros-args`` for the DDS transport
+    launch_config.py    what ``launch/linearizer.launch.py`` starts, decided without ``launch``
+    log.py              stderr log lines for the DDS transport; throttled warnings
+"""
