@@ -1,0 +1,294 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""One chunk of a recording: the messages logged in a time range, fed to the node's input side
+(:class:`sva_linearizer.ros.node.inputs.NodeInputs`) in their logged order, and the records of the
+joint states it hands on, computed in batches (:class:`sva_linearizer.ros.node.compute.RecordComputer`)
+and serialized as ROS 2 messages. :func:`run_chunk` runs in the command's own process, in a worker
+process of ``--workers``, or on a Dask worker: everything it needs is in its :class:`Job`.
+
+The log time stands in for both of the node's clocks: a message's log time is its receive time
+(the stamp of an unstamped message), and the steady clock of the odometry wait reads the log time
+of the message being fed. A joint state that waits for the odometry of its own stamp goes on
+without it when its ``odom_wait`` is over: before the first message logged after that time (as
+the node's timer would release it then), and at the end of the recording. The outcome depends on
+the recording alone.
+
+A chunk owns the records of the joint states handed on from the moment its time range starts
+(its pairing state then: ``start_state``) up to the moment it ends (``end_state``). It gets its
+pairing state at the start either exactly (``seed``: the end state of the chunk before) or by
+feeding the messages of a warm-up span before its range and dropping what they give; the
+coordinator compares that start state with the previous chunk's end state and runs the chunk again
+from the exact one when they differ (:mod:`.run`).
+"""
+from __future__ import annotations
+
+import json
+import os
+import struct
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..node.compute import RecordComputer
+from ..node.inputs import NodeInputs
+from ..node.node import build_model
+from ..node.parameters import contact_specs, loop_specs
+from .recording import ROLES, BagError, decoder, open_reader
+
+# a record as std_msgs/Float64MultiArray in CDR (little endian): the encapsulation header, one
+# dimension ("record", n, n), data_offset 0, then n float64 from byte 36 (8-aligned)
+_HEAD = struct.Struct("<4sII8sIIII")
+HEAD_SIZE = _HEAD.size
+#: where data[2], the record's seq, lies in its serialized message
+SEQ_OFFSET = HEAD_SIZE + 16
+#: test hook: "CHUNK:MARKER[:exit]" makes the first try of chunk CHUNK fail (raise, or end the
+#: worker's process with "exit"), leaving the file MARKER so that the retry goes through
+FAULT_ENV = "SVA_LINEARIZER_BAG_TEST_FAULT"
+
+
+def record_cdr(data: np.ndarray) -> bytes:
+    """A record's ``data`` as the CDR of the node's std_msgs/Float64MultiArray (record.record_msg)."""
+    n = data.size
+    head = _HEAD.pack(b"\x00\x01\x00\x00", 1, 7, b"record\x00\x00", n, n, 0, n)
+    return head + data.astype("<f8", copy=False).tobytes()
+
+
+@dataclass
+class Job:
+    """What one chunk needs, picklable: the recording's path, the node's parameters (normalized,
+    the model's URDF in ``robot_description`` and ``floating_base`` decided), the input topics by
+    role, the description's id, the chunk's index and log-time range [start, stop) (stop None: to
+    the end, whose waiting joint states then go on), and either ``warm_from`` (the log time the
+    warm-up starts) or ``seed`` (the exact pairing state at ``start``); ``batch``: states per
+    horizon call."""
+    input: str
+    params: dict
+    topics: dict
+    description_id: int
+    index: int
+    start: int
+    stop: int | None
+    warm_from: int | None = None
+    seed: tuple | None = None
+    batch: int = 128
+
+
+@dataclass
+class ChunkResult:
+    """A chunk's records (``payload``: their serialized messages back to back, record k in
+    ``payload[offsets[k]:offsets[k + 1]]``, its seq still 0), their log times (the moment the node
+    would have published each) and stamps; the messages read by role, the drops by reason and an
+    example text of each, the records' odometry pairing, the seconds spent per phase, the pairing
+    state at the start and at the end, or ``error`` (a problem with the recording, one line)."""
+    index: int
+    payload: bytes = b""
+    offsets: np.ndarray = field(default_factory=lambda: np.zeros(1, dtype=np.int64))
+    log_times: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    stamps: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    read: dict = field(default_factory=dict)
+    dropped: dict = field(default_factory=dict)
+    examples: dict = field(default_factory=dict)
+    pairing: dict = field(default_factory=dict)
+    seconds: dict = field(default_factory=dict)
+    warnings: list = field(default_factory=list)
+    start_state: tuple | None = None
+    end_state: tuple | None = None
+    error: str | None = None
+
+    @property
+    def records(self) -> int:
+        return len(self.offsets) - 1
+
+
+class _Log:
+    """The input side's log lines, kept (the clock resets a recording may hold) rather than printed."""
+
+    def __init__(self):
+        self.lines = []
+
+    def info(self, text):
+        pass
+
+    def warning(self, text):
+        if len(self.lines) < 10:
+            self.lines.append(text)
+
+
+_SETUP: dict = {}     # a worker process's models, by parameters (a process runs many chunks)
+
+
+def _setup(p: dict):
+    key = json.dumps(p, sort_keys=True)
+    got = _SETUP.get(key)
+    if got is None:
+        contacts, loops = contact_specs(p), loop_specs(p)
+        model, problem = build_model("robot_description", p["robot_description"], p, p["floating_base"],
+                                     contacts, loops)
+        if problem is not None:
+            raise BagError(problem)
+        got = _SETUP[key] = (model, contacts, loops, p["base_frame"] or model.base_name)
+    return got
+
+
+def _fault(job: Job) -> None:
+    spec = os.environ.get(FAULT_ENV, "")
+    if not spec:
+        return
+    chunk, _, rest = spec.partition(":")
+    marker, _, how = rest.partition(":")
+    if int(chunk) != job.index or os.path.exists(marker):
+        return
+    with open(marker, "w") as f:
+        f.write(f"chunk {job.index} failed once\n")
+    if how == "exit":
+        os._exit(3)
+    raise RuntimeError(f"{FAULT_ENV}: chunk {job.index} fails once")
+
+
+def run_chunk(job: Job) -> ChunkResult:
+    """The chunk's records and counts (module docstring); a problem with the recording comes back
+    as the result's ``error``, anything else raises (the executor retries the chunk)."""
+    _fault(job)
+    os.environ.setdefault("SVA_LINEARIZER_NUM_THREADS", "1")     # a chunk computes on one thread
+    try:
+        return _Chunk(job).run()
+    except BagError as e:
+        return ChunkResult(job.index, error=str(e))
+
+
+class _Chunk:
+    def __init__(self, job: Job):
+        self.job = job
+        p = job.params
+        model, contacts, loops, base_frame = _setup(p)
+        self.model = model
+        self.computer = RecordComputer(model, contacts, loops, p["contact_mode"], p["dt"], set(p["record_omit"]),
+                                       job.description_id)
+        self.clock = 0
+        self.released = []                  # (Paired, the log time it was handed on)
+        self.log = _Log()
+        self.examples = {}
+        self.inputs = NodeInputs(p, contacts, log=self.log, steady_ns=self._now, now_ns=self._now, emit=self._emit,
+                                 on_reject=self._on_reject)
+        self.inputs.set_model(model, base_frame)
+        self.owned = job.seed is not None   # whether what is handed on now is this chunk's
+        self.parts, self.log_times, self.stamps = [], [], []
+        self.pairing = {"exact": 0, "nearest": 0}
+        self.seconds = {"read": 0.0, "pair": 0.0, "linearize": 0.0, "serialize": 0.0}
+
+    def _now(self):
+        return self.clock
+
+    def _emit(self, st):
+        if self.owned:
+            self.released.append((st, self.clock))
+
+    def _on_reject(self, key, text):
+        if self.owned:
+            self.examples.setdefault(key, text)
+
+    def _advance(self, t):
+        """The joint states whose wait is over before log time t go on, each at the end of its wait."""
+        inputs = self.inputs
+        while True:
+            deadline = inputs.next_deadline()
+            if deadline is None or deadline >= t:
+                return
+            self.clock = deadline
+            inputs.pair_waiting()
+
+    def _compute(self):
+        if not self.released:
+            return
+        t0 = time.perf_counter()
+        states = [st for st, _ in self.released]
+        outs = self.computer.compute(states)
+        t1 = time.perf_counter()
+        for (st, when), out in zip(self.released, outs):
+            if out.error is not None:
+                self.inputs.reject("linearize", out.error)
+                continue
+            self.parts.append(record_cdr(out.data))
+            self.log_times.append(when)
+            self.stamps.append(st.stamp)
+            if st.odom is not None:
+                self.pairing["exact" if st.odom.stamp == st.stamp else "nearest"] += 1
+        self.released.clear()
+        self.seconds["linearize"] += t1 - t0
+        self.seconds["serialize"] += time.perf_counter() - t1
+
+    def _own(self):
+        """The chunk's range starts: its pairing state, and what was counted so far is not its own."""
+        self._advance(self.job.start)
+        self.start_state = self.inputs.snapshot()
+        self.released.clear()
+        self.before = dict(self.inputs.rejected)
+        self.examples.clear()
+        self.owned = True
+
+    def run(self) -> ChunkResult:
+        job, inputs = self.job, self.inputs
+        reader = open_reader(job.input)
+        try:
+            handlers, connections = {}, []
+            by_role = {"joint_states": inputs.on_joint_state, "odom": inputs.on_odom,
+                       "contacts": inputs.on_contacts, "contact_forces": inputs.on_contact_force}
+            for role, topic in job.topics.items():
+                for c in reader.connections:
+                    if c.topic == topic and c.msgtype == ROLES[role][1]:
+                        handlers[c.id] = (role, by_role[role], decoder(role))
+                        connections.append(c)
+            if job.seed is not None:
+                inputs.restore(job.seed)
+                self.start_state, self.before = job.seed, {}
+                begin = job.start
+            else:
+                self.start_state = None
+                begin = job.warm_from
+            read = dict.fromkeys(job.topics, 0)
+            messages = reader.messages(connections, start=begin, stop=job.stop)
+            seconds = self.seconds
+            while True:
+                t0 = time.perf_counter()
+                try:
+                    item = next(messages, None)
+                except Exception as e:
+                    raise BagError(f"{job.input}: cannot be read, truncated or corrupt? "
+                                   f"({type(e).__name__}: {' '.join(str(e).split())})") from None
+                t1 = time.perf_counter()
+                seconds["read"] += t1 - t0
+                if item is None:
+                    break
+                conn, t, raw = item
+                if not self.owned and t >= job.start:
+                    self._own()
+                self._advance(t)
+                self.clock = t
+                role, handle, decode = handlers[conn.id]
+                if self.owned:
+                    read[role] += 1
+                try:
+                    msg = decode(raw)
+                except Exception as e:
+                    inputs.reject(f"{role}_malformed", f"{role}: a message that does not decode as "
+                                                       f"{ROLES[role][1]} ({type(e).__name__}: {e})")
+                    continue
+                handle(msg, t)
+                seconds["pair"] += time.perf_counter() - t1
+                if len(self.released) >= job.batch:
+                    self._compute()
+            if not self.owned:
+                self._own()
+            t1 = time.perf_counter()
+            self._advance(job.stop if job.stop is not None else 2 ** 63)   # the end of the recording: all go
+            seconds["pair"] += time.perf_counter() - t1
+            end_state = inputs.snapshot()
+            self._compute()
+        finally:
+            reader.close()
+        sizes = np.fromiter((len(x) for x in self.parts), dtype=np.int64, count=len(self.parts))
+        dropped = {k: v - self.before.get(k, 0) for k, v in inputs.rejected.items() if v - self.before.get(k, 0)}
+        return ChunkResult(job.index, b"".join(self.parts), np.concatenate([[0], np.cumsum(sizes)]),
+                           np.array(self.log_times, dtype=np.int64), np.array(self.stamps, dtype=np.int64), read,
+                           dropped, dict(self.examples), self.pairing, self.seconds, self.log.lines,
+                           self.start_state, end_state)

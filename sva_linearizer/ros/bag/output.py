@@ -1,0 +1,96 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""The output recording: a rosbag2 (MCAP by default, or sqlite3) written with rosbags' writer,
+holding ``linearization/description`` (std_msgs/String, the node's JSON) and
+``linearization/record`` (std_msgs/Float64MultiArray, the node's records) with the node's QoS, so
+that ``ros2 bag play`` feeds any consumer of the node.
+
+It is written under a temporary name beside the output (``.<name>.partial-<pid>/``) and renamed to
+the output's name once it is complete: an output folder that exists is a whole one.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import struct
+import tempfile
+
+from ..node.record import TOPIC_DESCRIPTION, TOPIC_RECORD
+from ..wire.qos import QOS_DESCRIPTION, QOS_OUTPUT
+from .chunk import SEQ_OFFSET
+from .recording import BagError, resolve, rosbags_modules, typestore
+
+#: The rosbag2 metadata version written: 8, which ROS 2 Iron and later read (Humble reads none of
+#: rosbags' versions, 8 or 9, directly: `ros2 bag reindex` there).
+BAG_VERSION = 8
+_SEQ = struct.Struct("<d")
+
+
+def _qos(q: dict):
+    """The node's QoS of a publisher as rosbags' offered QoS profile."""
+    from rosbags.interfaces import Qos, QosDurability, QosHistory, QosLiveliness, QosReliability, QosTime
+
+    zero = QosTime(0, 0)
+    return Qos(QosHistory.KEEP_LAST, q["depth"],
+               QosReliability.RELIABLE if q["reliable"] else QosReliability.BEST_EFFORT,
+               QosDurability.TRANSIENT_LOCAL if q["transient_local"] else QosDurability.VOLATILE,
+               zero, zero, QosLiveliness.AUTOMATIC, zero, False)
+
+
+class RecordWriter:
+    """Writes the description, then the records in the order given, numbering them (seq 1, 2, ...),
+    into a rosbag2 at ``path`` (which must not exist) with ``storage`` "mcap" or "sqlite3";
+    ``close()`` renames the finished recording to ``path``, ``abort()`` removes what was written."""
+
+    def __init__(self, path: str, storage: str = "mcap", namespace: str = ""):
+        rosbag2, _, _ = rosbags_modules()
+        path = os.path.abspath(path)
+        if os.path.lexists(path):
+            raise BagError(f"{path} exists: the output must be a new folder (remove it, or choose another --out)")
+        parent, name = os.path.split(path)
+        if not os.path.isdir(parent):
+            raise BagError(f"{parent}: no such folder for the output")
+        plugins = {"mcap": rosbag2.StoragePlugin.MCAP, "sqlite3": rosbag2.StoragePlugin.SQLITE3}
+        if storage not in plugins:
+            raise BagError(f"--storage {storage}: expected mcap or sqlite3")
+        self.path, self.storage = path, storage
+        try:
+            self._tmp = tempfile.mkdtemp(prefix=f".{name}.partial-{os.getpid()}-", dir=parent)
+        except OSError as e:
+            raise BagError(f"{parent}: cannot write the output there ({e.strerror})") from None
+        self._writing = os.path.join(self._tmp, name)
+        self.writer = rosbag2.Writer(self._writing, version=BAG_VERSION, storage_plugin=plugins[storage])
+        self.writer.open()
+        ts = typestore()
+        self._description = self.writer.add_connection(resolve(TOPIC_DESCRIPTION, namespace), "std_msgs/msg/String",
+                                                       typestore=ts, offered_qos_profiles=[_qos(QOS_DESCRIPTION)])
+        self._record = self.writer.add_connection(resolve(TOPIC_RECORD, namespace), "std_msgs/msg/Float64MultiArray",
+                                                  typestore=ts, offered_qos_profiles=[_qos(QOS_OUTPUT)])
+        self._string = ts.types["std_msgs/msg/String"]
+        self.seq = 0
+
+    def description(self, text: str, log_time: int) -> None:
+        self.writer.write(self._description, log_time, typestore().serialize_cdr(self._string(data=text),
+                                                                                   "std_msgs/msg/String"))
+
+    def records(self, payload: bytes, offsets, log_times) -> None:
+        """A chunk's records (chunk.ChunkResult's payload, offsets, log times), numbered on."""
+        buf = bytearray(payload)
+        view = memoryview(buf)
+        write, conn = self.writer.write, self._record
+        for k in range(len(offsets) - 1):
+            a = int(offsets[k])
+            self.seq += 1
+            _SEQ.pack_into(buf, a + SEQ_OFFSET, float(self.seq))
+            write(conn, int(log_times[k]), view[a:int(offsets[k + 1])])
+
+    def close(self) -> None:
+        self.writer.close()
+        os.rename(self._writing, self.path)
+        shutil.rmtree(self._tmp, ignore_errors=True)
+
+    def abort(self) -> None:
+        try:
+            self.writer.abort()
+        except Exception:
+            pass
+        shutil.rmtree(self._tmp, ignore_errors=True)
