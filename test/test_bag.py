@@ -359,8 +359,8 @@ def test_the_records_serialization_is_the_nodes_message(solo):
     rosbags), and seq lies where the writer numbers the records."""
     data = np.random.default_rng(1).normal(size=123)
     data[2] = 0.0
-    assert record_cdr(data) == cdr.encode_f64multiarray(record_msg(cdr.LIGHT, data))
-    raw = bytearray(record_cdr(data))
+    assert record_cdr(data).tobytes() == cdr.encode_f64multiarray(record_msg(cdr.LIGHT, data))
+    raw = bytearray(record_cdr(data).tobytes())
     raw[SEQ_OFFSET:SEQ_OFFSET + 8] = np.float64(7.0).tobytes()
     back = bags.TS.deserialize_cdr(bytes(raw), "std_msgs/msg/Float64MultiArray")
     assert back.data[2] == 7.0 and np.array_equal(np.delete(back.data, 2), np.delete(data, 2))
@@ -466,3 +466,37 @@ def test_without_model_parameters_the_recordings_robot_description_is_the_model(
     with pytest.raises(BagError, match="no robot model: the parameters name none"):
         bags.write_bag(str(tmp_path / "in2"), msgs)
         linearize_bag(str(tmp_path / "in2"), str(tmp_path / "out2"), {})
+
+
+def test_the_recordings_decoders_read_what_the_packages_codec_reads():
+    """The bag tool's JointState decoder (the names of the message before taken again when their
+    bytes repeat) and Odometry decoder (no covariances) against cdr.py's one-pass codecs, on
+    messages serialized by rosbags: names that repeat, change length and order, empty arrays."""
+    from sva_linearizer.ros.bag.recording import decoder
+
+    js, od = decoder("joint_states"), decoder("odom")
+    rng = np.random.default_rng(8)
+    seqs = [["a", "bb", "ccc"], ["a", "bb", "ccc"], ["a", "bb", "ccd"], ["abcd", "e"], ["abcd", "e"], []]
+    for k, names in enumerate(seqs * 2):
+        n = len(names)
+        vel = rng.normal(size=n) if k % 3 else []
+        msg = bags.joint_state(k * SEC + 7, names, rng.normal(size=n), vel, rng.normal(size=n) if k % 2 else [])
+        raw = bags.TS.serialize_cdr(msg, "sensor_msgs/msg/JointState")
+        got, want = js(raw), cdr.decode_joint_state(raw)
+        assert got.header.stamp.sec == want.header.stamp.sec and got.header.stamp.nanosec == want.header.stamp.nanosec
+        assert list(got.name) == list(want.name) == names
+        for f in ("position", "velocity", "effort"):
+            assert np.array_equal(np.asarray(getattr(got, f)), np.asarray(getattr(want, f)))
+    for k in range(5):
+        q = rng.normal(size=4)
+        msg = bags.odometry(k * SEC + 3, rng.normal(size=3), q, rng.normal(size=6), frame="odom" * k, child="b" * k)
+        raw = bags.TS.serialize_cdr(msg, "nav_msgs/msg/Odometry")
+        got, want = od(raw), cdr.decode_odometry(raw)
+        assert (got.header.frame_id, got.child_frame_id) == (want.header.frame_id, want.child_frame_id)
+        for a, b in ((got.pose.pose.position, want.pose.pose.position),
+                     (got.pose.pose.orientation, want.pose.pose.orientation),
+                     (got.twist.twist.linear, want.twist.twist.linear),
+                     (got.twist.twist.angular, want.twist.twist.angular)):
+            assert vars(a) == vars(b)
+    with pytest.raises(ValueError):
+        js(bags.TS.serialize_cdr(bags.joint_state(5, ["a"], [1.0]), "sensor_msgs/msg/JointState")[:-4])

@@ -46,11 +46,27 @@ SEQ_OFFSET = HEAD_SIZE + 16
 FAULT_ENV = "SVA_LINEARIZER_BAG_TEST_FAULT"
 
 
-def record_cdr(data: np.ndarray) -> bytes:
-    """A record's ``data`` as the CDR of the node's std_msgs/Float64MultiArray (record.record_msg)."""
-    n = data.size
-    head = _HEAD.pack(b"\x00\x01\x00\x00", 1, 7, b"record\x00\x00", n, n, 0, n)
-    return head + data.astype("<f8", copy=False).tobytes()
+def record_buffer(n: int) -> np.ndarray:
+    """The n float64 of a record, as a view of its serialized message: the CDR of the node's
+    std_msgs/Float64MultiArray (record.record_msg), its head written, in a buffer that starts 4
+    bytes before it so that the values are 8-aligned; the record is encoded straight into it
+    (RecordComputer's ``alloc``), :func:`message_of` gives the message."""
+    raw = np.empty(4 + HEAD_SIZE + 8 * n, dtype=np.uint8)
+    raw[4:4 + HEAD_SIZE] = np.frombuffer(_HEAD.pack(b"\x00\x01\x00\x00", 1, 7, b"record\x00\x00", n, n, 0, n),
+                                         dtype=np.uint8)
+    return raw[4 + HEAD_SIZE:].view("<f8")
+
+
+def message_of(data: np.ndarray) -> np.ndarray:
+    """The serialized message (bytes as a uint8 array) a :func:`record_buffer` view belongs to."""
+    return data.base[4:]
+
+
+def record_cdr(data: np.ndarray) -> np.ndarray:
+    """A record's ``data`` as its serialized message (a uint8 array: the writer numbers it in place)."""
+    out = record_buffer(data.size)
+    out[:] = data
+    return message_of(out)
 
 
 @dataclass
@@ -75,14 +91,14 @@ class Job:
 
 @dataclass
 class ChunkResult:
-    """A chunk's records (``payload``: their serialized messages back to back, record k in
-    ``payload[offsets[k]:offsets[k + 1]]``, its seq still 0), their log times (the moment the node
+    """A chunk's records (their number; ``messages``: each serialized, its seq still 0, unless they
+    went to the chunk's sink as they were computed), their log times (the moment the node
     would have published each) and stamps; the messages read by role, the drops by reason and an
     example text of each, the records' odometry pairing, the seconds spent per phase, the pairing
     state at the start and at the end, or ``error`` (a problem with the recording, one line)."""
     index: int
-    payload: bytes = b""
-    offsets: np.ndarray = field(default_factory=lambda: np.zeros(1, dtype=np.int64))
+    records: int = 0
+    messages: list = field(default_factory=list)
     log_times: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     stamps: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     read: dict = field(default_factory=dict)
@@ -94,10 +110,6 @@ class ChunkResult:
     start_state: tuple | None = None
     end_state: tuple | None = None
     error: str | None = None
-
-    @property
-    def records(self) -> int:
-        return len(self.offsets) - 1
 
 
 class _Log:
@@ -130,6 +142,40 @@ def _setup(p: dict):
     return got
 
 
+_READERS: dict = {}   # a worker process's open recordings, by path (opening one reads its metadata: ~50 ms)
+
+
+def _identity(path: str):
+    """The path with its size and modification time (and its metadata.yaml's, for a folder): a
+    recording written again at the same path is another one."""
+    out = [path]
+    for p in (path, os.path.join(path, "metadata.yaml")):
+        try:
+            st = os.stat(p)
+        except OSError:
+            continue
+        out += [st.st_size, st.st_mtime_ns]
+    return tuple(out)
+
+
+def _reader(path: str):
+    """The open reader of ``path``, kept for the process's next chunks (the last two recordings)."""
+    key = _identity(path)
+    reader = _READERS.pop(key, None)
+    if reader is None:
+        reader = open_reader(path)
+        while len(_READERS) >= 2:
+            _READERS.pop(next(iter(_READERS))).close()
+    _READERS[key] = reader
+    return key, reader
+
+
+def close_readers() -> None:
+    """Close the recordings this process keeps open."""
+    while _READERS:
+        _READERS.popitem()[1].close()
+
+
 def _fault(job: Job) -> None:
     spec = os.environ.get(FAULT_ENV, "")
     if not spec:
@@ -145,25 +191,28 @@ def _fault(job: Job) -> None:
     raise RuntimeError(f"{FAULT_ENV}: chunk {job.index} fails once")
 
 
-def run_chunk(job: Job) -> ChunkResult:
+def run_chunk(job: Job, sink=None) -> ChunkResult:
     """The chunk's records and counts (module docstring); a problem with the recording comes back
-    as the result's ``error``, anything else raises (the executor retries the chunk)."""
+    as the result's ``error``, anything else raises (the executor retries the chunk). ``sink``
+    (messages, log times): takes the records as they are computed, batch by batch, instead of the
+    result (the command's own process writes them at once)."""
     _fault(job)
     os.environ.setdefault("SVA_LINEARIZER_NUM_THREADS", "1")     # a chunk computes on one thread
     try:
-        return _Chunk(job).run()
+        return _Chunk(job, sink).run()
     except BagError as e:
         return ChunkResult(job.index, error=str(e))
 
 
 class _Chunk:
-    def __init__(self, job: Job):
-        self.job = job
+    def __init__(self, job: Job, sink=None):
+        self.job, self.sink = job, sink
         p = job.params
         model, contacts, loops, base_frame = _setup(p)
         self.model = model
         self.computer = RecordComputer(model, contacts, loops, p["contact_mode"], p["dt"], set(p["record_omit"]),
-                                       job.description_id)
+                                       job.description_id, alloc=record_buffer)
+        self.records = 0
         self.clock = 0
         self.released = []                  # (Paired, the log time it was handed on)
         self.log = _Log()
@@ -174,7 +223,7 @@ class _Chunk:
         self.owned = job.seed is not None   # whether what is handed on now is this chunk's
         self.parts, self.log_times, self.stamps = [], [], []
         self.pairing = {"exact": 0, "nearest": 0}
-        self.seconds = {"read": 0.0, "pair": 0.0, "linearize": 0.0, "serialize": 0.0}
+        self.seconds = {"read": 0.0, "pair": 0.0, "linearize": 0.0}
 
     def _now(self):
         return self.clock
@@ -204,18 +253,26 @@ class _Chunk:
         states = [st for st, _ in self.released]
         outs = self.computer.compute(states)
         t1 = time.perf_counter()
+        messages, times = [], []
         for (st, when), out in zip(self.released, outs):
             if out.error is not None:
                 self.inputs.reject("linearize", out.error)
                 continue
-            self.parts.append(record_cdr(out.data))
-            self.log_times.append(when)
+            messages.append(message_of(out.data))
+            times.append(when)
             self.stamps.append(st.stamp)
             if st.odom is not None:
                 self.pairing["exact" if st.odom.stamp == st.stamp else "nearest"] += 1
         self.released.clear()
+        self.records += len(messages)
         self.seconds["linearize"] += t1 - t0
-        self.seconds["serialize"] += time.perf_counter() - t1
+        if self.sink is not None:
+            t2 = time.perf_counter()
+            self.sink(messages, times)
+            self.seconds["write"] = self.seconds.get("write", 0.0) + time.perf_counter() - t2
+        else:
+            self.parts += messages
+            self.log_times += times
 
     def _own(self):
         """The chunk's range starts: its pairing state, and what was counted so far is not its own."""
@@ -228,7 +285,7 @@ class _Chunk:
 
     def run(self) -> ChunkResult:
         job, inputs = self.job, self.inputs
-        reader = open_reader(job.input)
+        key, reader = _reader(job.input)
         try:
             handlers, connections = {}, []
             by_role = {"joint_states": inputs.on_joint_state, "odom": inputs.on_odom,
@@ -284,11 +341,11 @@ class _Chunk:
             seconds["pair"] += time.perf_counter() - t1
             end_state = inputs.snapshot()
             self._compute()
-        finally:
+        except BaseException:
+            _READERS.pop(key, None)
             reader.close()
-        sizes = np.fromiter((len(x) for x in self.parts), dtype=np.int64, count=len(self.parts))
+            raise
         dropped = {k: v - self.before.get(k, 0) for k, v in inputs.rejected.items() if v - self.before.get(k, 0)}
-        return ChunkResult(job.index, b"".join(self.parts), np.concatenate([[0], np.cumsum(sizes)]),
-                           np.array(self.log_times, dtype=np.int64), np.array(self.stamps, dtype=np.int64), read,
-                           dropped, dict(self.examples), self.pairing, self.seconds, self.log.lines,
-                           self.start_state, end_state)
+        return ChunkResult(job.index, self.records, self.parts, np.array(self.log_times, dtype=np.int64),
+                           np.array(self.stamps, dtype=np.int64), read, dropped, dict(self.examples), self.pairing,
+                           self.seconds, self.log.lines, self.start_state, end_state)

@@ -72,16 +72,13 @@ class RecordWriter:
         self.writer.write(self._description, log_time, typestore().serialize_cdr(self._string(data=text),
                                                                                    "std_msgs/msg/String"))
 
-    def records(self, payload: bytes, offsets, log_times) -> None:
-        """A chunk's records (chunk.ChunkResult's payload, offsets, log times), numbered on."""
-        buf = bytearray(payload)
-        view = memoryview(buf)
-        write, conn = self.writer.write, self._record
-        for k in range(len(offsets) - 1):
-            a = int(offsets[k])
+    def records(self, messages, log_times) -> None:
+        """A chunk's records (chunk.ChunkResult's messages, bytearrays, and log times), numbered on."""
+        write, conn, pack = self.writer.write, self._record, _SEQ.pack_into
+        for msg, t in zip(messages, log_times):
             self.seq += 1
-            _SEQ.pack_into(buf, a + SEQ_OFFSET, float(self.seq))
-            write(conn, int(log_times[k]), view[a:int(offsets[k + 1])])
+            pack(msg, SEQ_OFFSET, float(self.seq))
+            write(conn, int(t), msg)
 
     def close(self) -> None:
         self.writer.close()

@@ -10,6 +10,9 @@ topic the parameters name that the recording lacks or holds with another type.
 from __future__ import annotations
 
 import os
+import struct
+
+import numpy as np
 
 from ..wire import cdr
 
@@ -126,12 +129,72 @@ def typestore():
     return _TYPESTORE
 
 
+class _JointStates:
+    """sensor_msgs/JointState in plain little-endian CDR, as cdr.decode_joint_state decodes it, for a
+    stream whose joint names repeat: the names of the message before are taken again when their
+    bytes are the same (a recording's joint states name the same joints message after message),
+    and the arrays are views of the message's bytes."""
+
+    def __init__(self):
+        self._names_raw, self._names = b"", None
+
+    def __call__(self, b):
+        T = cdr.LIGHT
+        header, o = cdr._get_header(b, 4, T)
+        o = cdr._a4(o)
+        raw = self._names_raw
+        if raw and b[o:o + len(raw)] == raw:
+            names, o = self._names, o + len(raw)
+        else:
+            start = o
+            cdr._need(b, o + 4)
+            n = cdr._U32.unpack_from(b, o)[0]
+            o += 4
+            cdr._need(b, o + 4 * n)
+            names = []
+            for _ in range(n):
+                name, o = cdr._get_str(b, o)
+                names.append(name)
+            self._names_raw, self._names = bytes(b[start:o]), names
+        arrays = []
+        for _ in range(3):
+            o = cdr._a4(o)
+            cdr._need(b, o + 4)
+            n = cdr._U32.unpack_from(b, o)[0]
+            o += 4
+            if n:
+                o = cdr._a8(o)
+                cdr._need(b, o + 8 * n)
+            arrays.append(np.frombuffer(b, dtype="<f8", count=n, offset=o))
+            o += 8 * n
+        return T.JointState(header=header, name=names, position=arrays[0], velocity=arrays[1], effort=arrays[2])
+
+
+_POSE_TWIST = struct.Struct("<7d288x6d")     # pose (7), its covariance (36, skipped), twist (6)
+
+
+def _odometry(b):
+    """nav_msgs/Odometry in plain little-endian CDR, as cdr.decode_odometry decodes it but for the
+    covariances, which the node does not read."""
+    T = cdr.LIGHT
+    header, o = cdr._get_header(b, 4, T)
+    child, o = cdr._get_str(b, o)
+    o = cdr._a8(o)
+    cdr._need(b, o + cdr._ODOM_TAIL.size)
+    v = _POSE_TWIST.unpack_from(b, o)
+    pose = T.PoseWithCovariance(pose=T.Pose(position=T.Point(x=v[0], y=v[1], z=v[2]),
+                                            orientation=T.Quaternion(x=v[3], y=v[4], z=v[5], w=v[6])))
+    twist = T.TwistWithCovariance(twist=T.Twist(linear=T.Vector3(x=v[7], y=v[8], z=v[9]),
+                                                angular=T.Vector3(x=v[10], y=v[11], z=v[12])))
+    return T.Odometry(header=header, child_frame_id=child, pose=pose, twist=twist)
+
+
 def decoder(role: str):
     """raw CDR bytes -> a message with the ROS 2 field names, as the node reads them: the package's
     one-pass codecs for joint states and odometry in plain little-endian CDR, rosbags' otherwise.
     Malformed bytes raise (ValueError, struct.error, ...)."""
     type_name = ROLES[role][1]
-    fast = {"sensor_msgs/msg/JointState": cdr.decode_joint_state, "nav_msgs/msg/Odometry": cdr.decode_odometry}
+    fast = {"sensor_msgs/msg/JointState": _JointStates(), "nav_msgs/msg/Odometry": _odometry}
     one_pass = fast.get(type_name)
 
     def generic(raw):

@@ -37,7 +37,7 @@ from ..node.inputs import same_snapshot
 from ..node.node import build_model
 from ..node.parameters import contact_specs, loop_specs, normalize_parameters
 from ..node.record import RECORD_FORMAT, description_json
-from .chunk import Job, run_chunk
+from .chunk import Job, close_readers, run_chunk
 from .output import RecordWriter
 from .recording import BagError, description_from_recording, input_topics, open_reader, resolve
 
@@ -53,8 +53,8 @@ TRIES = 3
 class Summary:
     """What a run did: the messages read by role, the records written, the drops by reason (as the
     node names them) with an example text each, the records' odometry pairing, the seconds per phase
-    summed over the chunks (read, pair, linearize, serialize) and of writing here, the chunks, those
-    run again from the exact state, the wall-clock seconds, the warnings of the input side."""
+    summed over the chunks (read, pair, linearize: with the record's encoding) and of writing, the
+    chunks, those run again from the exact state, the wall-clock seconds, the input side's warnings."""
     input: str
     output: str
     storage: str
@@ -92,7 +92,7 @@ class Summary:
         if self.states:
             us = {k: v / self.states * 1e6 for k, v in self.seconds.items()}
             out.append("per state: " + ", ".join(f"{k} {v:.0f} us" for k, v in us.items())
-                       + " (read, pair, linearize and serialize in the workers; write here)")
+                       + " (read, pair, linearize in the workers; write in this process)")
         for key in sorted(self.examples):
             out.append(f"  {key}: {self.examples[key]}")
         out += [f"  warning: {w}" for w in self.warnings]
@@ -126,12 +126,14 @@ def _run_id(reader, topics: dict, params: dict, namespace: str) -> str:
 
 
 class _Local:
-    """Chunks in this process, one after the other (each from the exact state the one before ended with)."""
+    """Chunks in this process, one after the other (each from the exact state the one before ended
+    with), their records written as they are computed."""
     where = "this process"
     parallel = False
+    sink = None
 
     def submit(self, job):
-        return run_chunk(job)
+        return run_chunk(job, self.sink)
 
     def result(self, future):
         return future
@@ -282,6 +284,8 @@ def linearize_bag(input: str, output: str, parameters: dict | None = None, *, na
     try:
         writer = RecordWriter(output, storage, namespace)
         writer.description(description, start)
+        if not executor.parallel:
+            executor.sink = writer.records
         window = 2 * n_workers + 1 if executor.parallel else 1
         futures, submitted, end_state = {}, 0, None
         for k in range(chunks):
@@ -297,7 +301,7 @@ def linearize_bag(input: str, output: str, parameters: dict | None = None, *, na
             if res.error is not None:
                 raise BagError(res.error)
             t0 = time.perf_counter()
-            writer.records(res.payload, res.offsets, res.log_times)
+            writer.records(res.messages, res.log_times)   # (in this process: written already)
             summary.seconds["write"] = summary.seconds.get("write", 0.0) + time.perf_counter() - t0
             _add(summary, res)
             end_state = res.end_state
@@ -309,6 +313,7 @@ def linearize_bag(input: str, output: str, parameters: dict | None = None, *, na
         if writer is not None:
             writer.abort()
         executor.close()
+        close_readers()
         if progress is not None:
             progress.close()
     summary.wall_s = time.perf_counter() - t_start

@@ -40,15 +40,18 @@ def knot_sections(h, k: int, on, rigid: bool, nj: int, n_loop_rows: int, with_dt
     else:
         held = loop_rows
         cols = list(range(nj)) + [i for c, a in zip(h.columns, on) if a for i in range(c.start, c.stop)]
-    parts = {"nu_dot": h.nu_dot[k], "A": h.A[k], "B": h.B[k][:, cols]}
+    # every column (row): the horizon's own arrays, else the columns (rows) taken
+    c = slice(None) if len(cols) == h.B.shape[2] else np.array(cols, dtype=np.intp)
+    r = slice(None) if len(held) == h.forces.shape[1] else np.array(held, dtype=np.intp)
+    parts = {"nu_dot": h.nu_dot[k], "A": h.A[k], "B": h.B[k][:, c]}
     if C:
         parts["active"] = np.asarray(on, dtype=np.float64)
     if not rigid and input_row is not None:
         parts["input_forces"] = input_row[[i - nj for i in cols[nj:]]]
     if with_dt:
-        parts.update(Ad=h.Ad[k], Bd=h.Bd[k][:, cols], q_next=h.q_next[k], v_next=h.v_next[k])
+        parts.update(Ad=h.Ad[k], Bd=h.Bd[k][:, c], q_next=h.q_next[k], v_next=h.v_next[k])
     if held:
-        parts.update(forces=h.forces[k, held], dforces_dz=h.dforces_dz[k, held], dforces_dtau=h.dforces_dtau[k, held])
+        parts.update(forces=h.forces[k, r], dforces_dz=h.dforces_dz[k, r], dforces_dtau=h.dforces_dtau[k, r])
     return parts, len(cols), len(held)
 
 
@@ -65,10 +68,13 @@ class Computed:
 class RecordComputer:
     """The records of a model and the node's configuration: the contacts (sl.Contact, configured
     order), the loops, ``contact_mode`` (rigid or forces), ``dt`` (0: continuous only), the
-    sections ``omit`` leaves out and the description's id."""
+    sections ``omit`` leaves out and the description's id; ``alloc(n)``: the array of n float64 a
+    record is written into (the bag tool's: a view of the serialized message)."""
 
-    def __init__(self, model, contacts, loops, contact_mode: str, dt: float, omit, description_id: int):
+    def __init__(self, model, contacts, loops, contact_mode: str, dt: float, omit, description_id: int,
+                 alloc=np.empty):
         self.model, self.contacts, self.loops = model, list(contacts), list(loops)
+        self.alloc = alloc          # alloc(n): the float64 array a record of n values is written into
         self.rigid = contact_mode != "forces"
         self.dt, self.omit, self.description_id = float(dt), tuple(omit), int(description_id)
         self.n_loop_rows = sum(lp.dim for lp in self.loops)
@@ -130,12 +136,12 @@ class RecordComputer:
             parts["odom_stamp"] = stamp_section(st.odom.stamp)
         for name in self.omit:
             parts.pop(name, None)
+        data = encode_record(self.description_id, 0, st.stamp, model.nv, model.nj, nw, m, self.dt, parts, self.alloc)
         # never a non-finite number out: the whole record or nothing
-        bad = next((name for name, x in parts.items() if not np.all(np.isfinite(x))), None)
-        if bad is not None:
+        if not np.isfinite(data).all():
+            bad = next(name for name, x in parts.items() if not np.all(np.isfinite(x)))
             return Computed(error=f"linearization: {bad} has NaN or infinite entries (nothing published for "
                                   f"this state)")
-        data = encode_record(self.description_id, 0, st.stamp, model.nv, model.nj, nw, m, self.dt, parts)
         return Computed(data, A, B)
 
 

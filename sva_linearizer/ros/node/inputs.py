@@ -276,12 +276,13 @@ class NodeInputs:
         stamp = self._stamp(msg.header, recv_ns)
         position, orientation = msg.pose.pose.position, msg.pose.pose.orientation
         linear, angular = msg.twist.twist.linear, msg.twist.twist.angular
-        p = _vec(position.x, position.y, position.z)
-        quat = _vec(orientation.x, orientation.y, orientation.z, orientation.w)
-        twist = _vec(linear.x, linear.y, linear.z, angular.x, angular.y, angular.z)
-        for what, arr in (("pose.position", p), ("pose.orientation", quat), ("twist", twist)):
-            if not np.all(np.isfinite(arr)):
-                return self.reject("odom_nonfinite", f"odom: {what} has NaN or infinite values")
+        values = _vec(position.x, position.y, position.z, orientation.x, orientation.y, orientation.z,
+                      orientation.w, linear.x, linear.y, linear.z, angular.x, angular.y, angular.z)
+        p, quat, twist = values[0:3], values[3:7], values[7:13]
+        if not np.isfinite(values).all():
+            what = next(w for w, arr in (("pose.position", p), ("pose.orientation", quat), ("twist", twist))
+                        if not np.all(np.isfinite(arr)))
+            return self.reject("odom_nonfinite", f"odom: {what} has NaN or infinite values")
         norm = float(np.linalg.norm(quat))
         if abs(norm - 1.0) > self.params["quaternion_tolerance"]:
             return self.reject("odom_quaternion", f"odom: quaternion norm {norm:.6g} is not unit")

@@ -62,27 +62,25 @@ _NS = 1_000_000_000
 
 
 def encode_record(description_id: int, seq: int, stamp_ns: int, nv: int, nj: int, nw: int, m: int, dt: float,
-                  parts: dict) -> np.ndarray:
-    """The record's ``data``: `parts` maps section names to arrays (absent or None: left out)."""
-    arrays = [None] * len(SECTIONS)
-    total = HEADER_SIZE
-    for k, name in enumerate(SECTIONS):
+                  parts: dict, alloc=np.empty) -> np.ndarray:
+    """The record's ``data``: `parts` maps section names to arrays (absent or None: left out);
+    ``alloc(n)`` gives the float64 array of n values it is written into (e.g. a view of the message
+    that will carry it)."""
+    head = [RECORD_FORMAT, description_id, seq, *divmod(int(stamp_ns), _NS), nv, nj, nw, m, dt, len(SECTIONS)]
+    toc, flat, o = [], [], HEADER_SIZE
+    for name in SECTIONS:
         x = parts.get(name)
-        if x is not None:
-            arrays[k] = x = np.asarray(x, dtype=np.float64)
-            total += x.size
-    out = np.empty(total)
-    sec, nanosec = divmod(int(stamp_ns), _NS)
-    out[:len(HEADER)] = (RECORD_FORMAT, description_id, seq, sec, nanosec, nv, nj, nw, m, dt, len(SECTIONS))
-    o = HEADER_SIZE
-    for k, x in enumerate(arrays):
-        toc = len(HEADER) + 2 * k
-        if x is None or x.size == 0:
-            out[toc] = out[toc + 1] = 0.0
+        n = 0 if x is None else np.size(x)
+        if n == 0:
+            toc += (0, 0)
             continue
-        out[toc], out[toc + 1] = o, x.size
-        out[o:o + x.size] = x.reshape(-1)
-        o += x.size
+        toc += (o, n)
+        flat.append(np.ravel(x))
+        o += n
+    out = alloc(o)
+    out[:HEADER_SIZE] = head + toc
+    if flat:
+        np.concatenate(flat, out=out[HEADER_SIZE:], casting="same_kind")
     return out
 
 
