@@ -29,8 +29,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+import sva_linearizer
+
 from ..node.compute import RecordComputer
-from ..node.inputs import NodeInputs
+from ..node.inputs import NodeInputs, Paired
 from ..node.node import build_model
 from ..node.parameters import contact_specs, loop_specs
 from .recording import ROLES, BagError, decoder, open_reader
@@ -130,16 +132,27 @@ _SETUP: dict = {}     # a worker process's models, by parameters (a process runs
 
 
 def _setup(p: dict):
+    """The model, the contacts and loops, the base frame of the parameters (built once per process),
+    and the seconds it took now (0 when built before): the model, and the kernels loaded by one
+    horizon call at the zero state (as the node warms up when it loads its model)."""
     key = json.dumps(p, sort_keys=True)
     got = _SETUP.get(key)
-    if got is None:
-        contacts, loops = contact_specs(p), loop_specs(p)
-        model, problem = build_model("robot_description", p["robot_description"], p, p["floating_base"],
-                                     contacts, loops)
-        if problem is not None:
-            raise BagError(problem)
-        got = _SETUP[key] = (model, contacts, loops, p["base_frame"] or model.base_name)
-    return got
+    if got is not None:
+        return got, 0.0
+    t0 = time.perf_counter()
+    contacts, loops = contact_specs(p), loop_specs(p)
+    model, problem = build_model("robot_description", p["robot_description"], p, p["floating_base"], contacts, loops)
+    if problem is not None:
+        raise BagError(problem)
+    base_frame = p["base_frame"] or model.base_name
+    zero = sva_linearizer.State(model)
+    forces = [np.zeros(c.dim) for c in contacts] if p["contact_mode"] == "forces" and contacts else None
+    state = Paired(0, zero.q, zero.v, np.zeros(model.nj), None, None, None, list(contacts) if contacts else None,
+                   forces)
+    # (a zero state may be singular for the contacts, a straight leg: only the kernels' loading is wanted)
+    RecordComputer(model, contacts, loops, p["contact_mode"], p["dt"], (), 1).compute([state])
+    got = _SETUP[key] = (model, contacts, loops, base_frame)
+    return got, time.perf_counter() - t0
 
 
 _READERS: dict = {}   # a worker process's open recordings, by path (opening one reads its metadata: ~50 ms)
@@ -208,7 +221,7 @@ class _Chunk:
     def __init__(self, job: Job, sink=None):
         self.job, self.sink = job, sink
         p = job.params
-        model, contacts, loops, base_frame = _setup(p)
+        (model, contacts, loops, base_frame), start_s = _setup(p)
         self.model = model
         self.computer = RecordComputer(model, contacts, loops, p["contact_mode"], p["dt"], set(p["record_omit"]),
                                        job.description_id, alloc=record_buffer)
@@ -223,7 +236,7 @@ class _Chunk:
         self.owned = job.seed is not None   # whether what is handed on now is this chunk's
         self.parts, self.log_times, self.stamps = [], [], []
         self.pairing = {"exact": 0, "nearest": 0}
-        self.seconds = {"read": 0.0, "pair": 0.0, "linearize": 0.0}
+        self.seconds = {"start": start_s, "read": 0.0, "pair": 0.0, "linearize": 0.0}
 
     def _now(self):
         return self.clock

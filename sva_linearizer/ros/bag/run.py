@@ -69,6 +69,7 @@ class Summary:
     chunks: int = 0
     reruns: int = 0
     wall_s: float = 0.0
+    start_s: float = 0.0
     warnings: list = field(default_factory=list)
     floating_base: bool = True
 
@@ -86,13 +87,14 @@ class Summary:
         pairing = (f"; odometry exact {self.pairing['exact']:,}, nearest {self.pairing['nearest']:,}"
                    if self.floating_base else "")
         per = f", {rate / self.workers:,.0f} per worker" if self.workers > 1 else ""
-        out.append(f"{self.wall_s:.1f} s, {rate:,.0f} states/s on {self.workers} worker"
-                   f"{'s' if self.workers > 1 else ''} ({self.where}){per}; {self.chunks} chunks"
+        out.append(f"{self.wall_s:.1f} s ({self.start_s:.1f} s of it a worker's start: the model, its kernels), "
+                   f"{rate:,.0f} states/s on {self.workers} worker{'s' if self.workers > 1 else ''} ({self.where})"
+                   f"{per}; {self.chunks} chunks"
                    + (f", {self.reruns} run again from the exact pairing state" if self.reruns else "") + pairing)
         if self.states:
             us = {k: v / self.states * 1e6 for k, v in self.seconds.items()}
             out.append("per state: " + ", ".join(f"{k} {v:.0f} us" for k, v in us.items())
-                       + " (read, pair, linearize in the workers; write in this process)")
+                       + " (the workers' reading, pairing, linearizing; writing the output)")
         for key in sorted(self.examples):
             out.append(f"  {key}: {self.examples[key]}")
         out += [f"  warning: {w}" for w in self.warnings]
@@ -333,7 +335,10 @@ def _add(summary: Summary, res) -> None:
         summary.pairing[key] += n
     seconds = dict(summary.seconds)
     for key, s in res.seconds.items():
-        seconds[key] = seconds.get(key, 0.0) + s
+        if key == "start":
+            summary.start_s = max(summary.start_s, s)
+        else:
+            seconds[key] = seconds.get(key, 0.0) + s
     write = seconds.pop("write", None)
     summary.seconds = {**seconds, **({"write": write} if write is not None else {})}
     for w in res.warnings:
