@@ -48,27 +48,33 @@ SEQ_OFFSET = HEAD_SIZE + 16
 FAULT_ENV = "SVA_LINEARIZER_BAG_TEST_FAULT"
 
 
-def record_buffer(n: int) -> np.ndarray:
-    """The n float64 of a record, as a view of its serialized message: the CDR of the node's
-    std_msgs/Float64MultiArray (record.record_msg), its head written, in a buffer that starts 4
-    bytes before it so that the values are 8-aligned; the record is encoded straight into it
-    (RecordComputer's ``alloc``), :func:`message_of` gives the message."""
-    raw = np.empty(4 + HEAD_SIZE + 8 * n, dtype=np.uint8)
-    raw[4:4 + HEAD_SIZE] = np.frombuffer(_HEAD.pack(b"\x00\x01\x00\x00", 1, 7, b"record\x00\x00", n, n, 0, n),
-                                         dtype=np.uint8)
-    return raw[4 + HEAD_SIZE:].view("<f8")
+def record_buffers(K: int, n: int) -> np.ndarray:
+    """K records of n float64, as a (K, n) view of their serialized messages side by side in one
+    buffer: each the CDR of the node's std_msgs/Float64MultiArray (record.record_msg) with its head
+    written, 4 bytes apart so that the values are 8-aligned; the records are encoded straight into
+    them (RecordComputer's ``alloc``), :func:`message_of` gives a row's message."""
+    size = 4 + HEAD_SIZE + 8 * n
+    raw = np.empty(K * size, dtype=np.uint8)
+    rows = raw.reshape(K, size)
+    rows[:, 4:4 + HEAD_SIZE] = np.frombuffer(_HEAD.pack(b"\x00\x01\x00\x00", 1, 7, b"record\x00\x00", n, n, 0, n),
+                                             dtype=np.uint8)
+    return np.ndarray((K, n), dtype="<f8", buffer=raw, offset=4 + HEAD_SIZE, strides=(size, 8))
 
 
 def message_of(data: np.ndarray) -> np.ndarray:
-    """The serialized message (bytes as a uint8 array) a :func:`record_buffer` view belongs to."""
-    return data.base[4:]
+    """The serialized message (its bytes, a uint8 array) of a record, a row of :func:`record_buffers`."""
+    base = data.base
+    while not isinstance(base, np.ndarray) or base.dtype != np.uint8 or base.ndim != 1:
+        base = base.base
+    start = data.__array_interface__["data"][0] - base.__array_interface__["data"][0] - HEAD_SIZE
+    return base[start:start + HEAD_SIZE + 8 * data.size]
 
 
 def record_cdr(data: np.ndarray) -> np.ndarray:
     """A record's ``data`` as its serialized message (a uint8 array: the writer numbers it in place)."""
-    out = record_buffer(data.size)
-    out[:] = data
-    return message_of(out)
+    out = record_buffers(1, data.size)
+    out[0] = data
+    return message_of(out[0])
 
 
 @dataclass
@@ -224,7 +230,7 @@ class _Chunk:
         (model, contacts, loops, base_frame), start_s = _setup(p)
         self.model = model
         self.computer = RecordComputer(model, contacts, loops, p["contact_mode"], p["dt"], set(p["record_omit"]),
-                                       job.description_id, alloc=record_buffer)
+                                       job.description_id, alloc=record_buffers)
         self.records = 0
         self.clock = 0
         self.released = []                  # (Paired, the log time it was handed on)
