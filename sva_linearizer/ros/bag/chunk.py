@@ -84,7 +84,8 @@ class Job:
     role, the description's id, the chunk's index and log-time range [start, stop) (stop None: to
     the end, whose waiting joint states then go on), and either ``warm_from`` (the log time the
     warm-up starts) or ``seed`` (the exact pairing state at ``start``); ``batch``: states per
-    horizon call."""
+    horizon call; ``spool``: a folder the command's process reads (a worker process of the same
+    machine), where the chunk leaves its records in a file instead of sending them back."""
     input: str
     params: dict
     topics: dict
@@ -95,18 +96,22 @@ class Job:
     warm_from: int | None = None
     seed: tuple | None = None
     batch: int = 128
+    spool: str | None = None        # a folder of the command's machine: the records go to a file there
 
 
 @dataclass
 class ChunkResult:
-    """A chunk's records (their number; ``messages``: each serialized, its seq still 0, unless they
-    went to the chunk's sink as they were computed), their log times (the moment the node
+    """A chunk's records (their number; serialized, their seq still 0, back to back, record k in
+    bytes ``offsets[k]:offsets[k + 1]`` of ``payload`` or of the file ``spool``, unless they went
+    to the chunk's sink as they were computed), their log times (the moment the node
     would have published each) and stamps; the messages read by role, the drops by reason and an
     example text of each, the records' odometry pairing, the seconds spent per phase, the pairing
     state at the start and at the end, or ``error`` (a problem with the recording, one line)."""
     index: int
     records: int = 0
-    messages: list = field(default_factory=list)
+    payload: np.ndarray | None = None
+    spool: str | None = None
+    offsets: np.ndarray = field(default_factory=lambda: np.zeros(1, dtype=np.int64))
     log_times: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     stamps: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     read: dict = field(default_factory=dict)
@@ -244,6 +249,23 @@ class _Chunk:
         self.pairing = {"exact": 0, "nearest": 0}
         self.seconds = {"start": start_s, "read": 0.0, "pair": 0.0, "linearize": 0.0}
 
+    def _pack(self):
+        """The records for the command's process: (payload, spool file, offsets)."""
+        sizes = np.fromiter((m.size for m in self.parts), dtype=np.int64, count=len(self.parts))
+        offsets = np.concatenate([np.zeros(1, dtype=np.int64), np.cumsum(sizes)])
+        if not self.parts:
+            return None, None, offsets
+        if self.job.spool is not None:
+            path = os.path.join(self.job.spool, f"chunk-{self.job.index}-{os.getpid()}-{os.urandom(4).hex()}")
+            with open(path, "wb") as f:
+                for m in self.parts:
+                    f.write(m)
+            self.parts = []
+            return None, path, offsets
+        payload = np.concatenate(self.parts)
+        self.parts = []
+        return payload, None, offsets
+
     def _now(self):
         return self.clock
 
@@ -365,6 +387,7 @@ class _Chunk:
             reader.close()
             raise
         dropped = {k: v - self.before.get(k, 0) for k, v in inputs.rejected.items() if v - self.before.get(k, 0)}
-        return ChunkResult(job.index, self.records, self.parts, np.array(self.log_times, dtype=np.int64),
+        payload, spool, offsets = self._pack()
+        return ChunkResult(job.index, self.records, payload, spool, offsets, np.array(self.log_times, dtype=np.int64),
                            np.array(self.stamps, dtype=np.int64), read, dropped, dict(self.examples), self.pairing,
                            self.seconds, self.log.lines, self.start_state, end_state)

@@ -9,6 +9,7 @@ the output's name once it is complete: an output folder that exists is a whole o
 """
 from __future__ import annotations
 
+import mmap
 import os
 import shutil
 import struct
@@ -58,6 +59,8 @@ class RecordWriter:
         except OSError as e:
             raise BagError(f"{parent}: cannot write the output there ({e.strerror})") from None
         self._writing = os.path.join(self._tmp, name)
+        self.spool = os.path.join(self._tmp, "chunks")       # worker processes leave their records here
+        os.mkdir(self.spool)
         self.writer = rosbag2.Writer(self._writing, version=BAG_VERSION, storage_plugin=plugins[storage])
         self.writer.open()
         ts = typestore()
@@ -73,12 +76,31 @@ class RecordWriter:
                                                                                    "std_msgs/msg/String"))
 
     def records(self, messages, log_times) -> None:
-        """A chunk's records (chunk.ChunkResult's messages, bytearrays, and log times), numbered on."""
+        """Records (serialized, writable buffers) and their log times, numbered on."""
         write, conn, pack = self.writer.write, self._record, _SEQ.pack_into
         for msg, t in zip(messages, log_times):
             self.seq += 1
             pack(msg, SEQ_OFFSET, float(self.seq))
             write(conn, int(t), msg)
+
+    def chunk(self, res) -> None:
+        """A chunk's records (chunk.ChunkResult: its payload or its spool file, which is removed)."""
+        if len(res.offsets) < 2:          # none, or written as they were computed (this process)
+            return
+        if res.spool is not None:
+            with open(res.spool, "rb") as f:
+                buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY)    # private: seq written in place
+            os.remove(res.spool)
+        else:
+            buf = res.payload
+        view = memoryview(buf)
+        o = res.offsets
+        try:
+            self.records((view[o[k]:o[k + 1]] for k in range(len(o) - 1)), res.log_times)
+        finally:
+            view.release()
+            if res.spool is not None:
+                buf.close()
 
     def close(self) -> None:
         self.writer.close()

@@ -276,7 +276,9 @@ def linearize_bag(input: str, output: str, parameters: dict | None = None, *, na
         first = k == 0
         return Job(input, job_params, job_topics, description_id, k, bounds[k], bounds[k + 1],
                    warm_from=None if seed is not None else bounds[k] if first else max(start, bounds[k] - warm_ns),
-                   seed=seed, batch=batch)
+                   seed=seed, batch=batch, spool=spool)
+
+    spool = None        # worker processes of this machine leave their records in files (RecordWriter.spool)
 
     summary = Summary(input, output, storage, n_workers, executor.where, chunks=chunks,
                       floating_base=model.floating_base)
@@ -288,6 +290,8 @@ def linearize_bag(input: str, output: str, parameters: dict | None = None, *, na
         writer.description(description, start)
         if not executor.parallel:
             executor.sink = writer.records
+        elif isinstance(executor, _Pool):
+            spool = writer.spool
         window = 2 * n_workers + 1 if executor.parallel else 1
         futures, submitted, end_state = {}, 0, None
         for k in range(chunks):
@@ -303,7 +307,7 @@ def linearize_bag(input: str, output: str, parameters: dict | None = None, *, na
             if res.error is not None:
                 raise BagError(res.error)
             t0 = time.perf_counter()
-            writer.records(res.messages, res.log_times)   # (in this process: written already)
+            writer.chunk(res)                 # (in this process: written already)
             summary.seconds["write"] = summary.seconds.get("write", 0.0) + time.perf_counter() - t0
             _add(summary, res)
             end_state = res.end_state
