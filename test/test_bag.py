@@ -500,3 +500,14 @@ def test_the_recordings_decoders_read_what_the_packages_codec_reads():
             assert vars(a) == vars(b)
     with pytest.raises(ValueError):
         js(bags.TS.serialize_cdr(bags.joint_state(5, ["a"], [1.0]), "sensor_msgs/msg/JointState")[:-4])
+
+
+def test_a_run_that_fails_halfway_leaves_no_output(recording, tmp_path, monkeypatch):
+    """Chunk 2 fails in this process after chunks 0 and 1 were written (by the writing thread): the
+    error comes out and neither the output nor its temporary folder is left."""
+    path, _, _ = recording
+    monkeypatch.setenv(FAULT_ENV, f"2:{tmp_path / 'marker'}")
+    (tmp_path / "o").mkdir()
+    with pytest.raises(RuntimeError, match="fails once"):
+        linearize_bag(path, str(tmp_path / "o" / "out"), PARAMS, chunk_states=40)
+    assert os.listdir(tmp_path / "o") == []

@@ -6,7 +6,8 @@ contact set (the four feet on a trot-like schedule), random valid states; then l
 ``sva-linearizer bag --robot solo12`` with the four feet as world-aligned point contacts and
 ``dt`` = 0.01 s (the full record: the point, the drift, A, B, Ad, Bd, the next state, the forces
 and their derivatives), in this process and in worker processes, and prints the states per
-second end to end (read, pair, linearize, write), per worker, and where the time goes.
+second end to end (read, pair, linearize, write), per worker, the CPU time per state (this process
+and its workers) and where the time goes.
 ``--profile``: the in-process run under cProfile, its functions by their own time.
 """
 from __future__ import annotations
@@ -57,6 +58,14 @@ def write_recording(path: str, states: int, rate: float = 1000.0, seed: int = 0)
                 rng.normal(size=model.nj))))
 
 
+def _cpu() -> float:
+    """CPU seconds (user + system) of this process and of its children that ended (the workers)."""
+    import resource
+
+    a, b = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return a.ru_utime + a.ru_stime + b.ru_utime + b.ru_stime
+
+
 def run(states: int = 30000, workers=(1, 2), folder: str | None = None, profile: bool = False) -> int:
     from sva_linearizer.ros.bag.run import linearize_bag
 
@@ -71,15 +80,18 @@ def run(states: int = 30000, workers=(1, 2), folder: str | None = None, profile:
                   f"{time.perf_counter() - t0:.1f} s: {recording}")
         print(f"linearizing as `sva-linearizer bag {recording} --robot solo12` with the four feet (world-aligned "
               f"point contacts) and dt 0.01: the full record; load average {os.getloadavg()[0]:.2f} at the start")
-        print(f"{'workers':>8} {'states':>8} {'wall s':>7} {'start s':>8} {'states/s':>9} {'per worker':>11}   "
-              f"time per state")
+        print(f"{'workers':>8} {'states':>8} {'wall s':>7} {'start s':>8} {'states/s':>9} {'per worker':>11} "
+              f"{'CPU/state':>10}   time per state")
         for n in workers:
             out = os.path.join(folder, f"out-{n}")
             shutil.rmtree(out, ignore_errors=True)
+            cpu0 = _cpu()
             s = linearize_bag(recording, out, PARAMS, workers=n)
+            cpu = (_cpu() - cpu0) / s.states * 1e6
             rate = s.states / s.wall_s
             us = ", ".join(f"{k} {v / s.states * 1e6:.0f} us" for k, v in s.seconds.items())
-            print(f"{n:>8} {s.states:>8,} {s.wall_s:>7.1f} {s.start_s:>8.1f} {rate:>9,.0f} {rate / n:>11,.0f}   {us}")
+            print(f"{n:>8} {s.states:>8,} {s.wall_s:>7.1f} {s.start_s:>8.1f} {rate:>9,.0f} {rate / n:>11,.0f} "
+                  f"{cpu:>7.0f} us   {us}")
             shutil.rmtree(out, ignore_errors=True)
         print(f"load average {os.getloadavg()[0]:.2f} at the end")
         if profile:

@@ -308,9 +308,7 @@ class _Chunk:
         self.records += len(messages)
         self.seconds["linearize"] += t1 - t0
         if self.sink is not None:
-            t2 = time.perf_counter()
             self.sink(messages, times)
-            self.seconds["write"] = self.seconds.get("write", 0.0) + time.perf_counter() - t2
         else:
             self.parts += messages
             self.log_times += times

@@ -14,6 +14,7 @@ import os
 import shutil
 import struct
 import tempfile
+import time
 
 from ..node.record import TOPIC_DESCRIPTION, TOPIC_RECORD
 from ..wire.qos import QOS_DESCRIPTION, QOS_OUTPUT
@@ -70,18 +71,65 @@ class RecordWriter:
                                                   typestore=ts, offered_qos_profiles=[_qos(QOS_OUTPUT)])
         self._string = ts.types["std_msgs/msg/String"]
         self.seq = 0
+        self.seconds = 0.0              # spent writing records
+        self._queue = self._thread = self._error = None
+
+    def background(self) -> None:
+        """From now on :meth:`records` hands the records to a thread of their own, which writes them in
+        order while the caller computes the next (the file's writes release the GIL); ``close``
+        waits for it."""
+        import queue
+        import threading
+
+        self._queue = queue.Queue(maxsize=8)
+        self._thread = threading.Thread(target=self._drain, name="sva_linearizer_bag_writer", daemon=True)
+        self._thread.start()
+
+    def _drain(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            if self._error is None:
+                try:
+                    self._write(*item)
+                except BaseException as e:          # said by close(); the records after it are dropped
+                    self._error = e
 
     def description(self, text: str, log_time: int) -> None:
         self.writer.write(self._description, log_time, typestore().serialize_cdr(self._string(data=text),
                                                                                    "std_msgs/msg/String"))
 
     def records(self, messages, log_times) -> None:
-        """Records (serialized, writable buffers) and their log times, numbered on."""
+        """Records (serialized, writable buffers) and their log times, numbered on (in the writing
+        thread after :meth:`background`)."""
+        if self._queue is not None:
+            if self._error is not None:
+                self._raise()
+            self._queue.put((list(messages), log_times))
+        else:
+            self._write(messages, log_times)
+
+    def _write(self, messages, log_times) -> None:
+        t0 = time.perf_counter()
         write, conn, pack = self.writer.write, self._record, _SEQ.pack_into
         for msg, t in zip(messages, log_times):
             self.seq += 1
             pack(msg, SEQ_OFFSET, float(self.seq))
             write(conn, int(t), msg)
+        self.seconds += time.perf_counter() - t0
+
+    def _stop(self) -> None:
+        if self._thread is not None:
+            self._queue.put(None)
+            self._thread.join()
+            self._thread = self._queue = None
+
+    def _raise(self):
+        e = self._error
+        if isinstance(e, OSError):
+            raise BagError(f"{self.path}: writing the output failed ({e})") from None
+        raise e
 
     def chunk(self, res) -> None:
         """A chunk's records (chunk.ChunkResult: its payload or its spool file, which is removed)."""
@@ -103,11 +151,16 @@ class RecordWriter:
                 buf.close()
 
     def close(self) -> None:
+        self._stop()
+        if self._error is not None:
+            self._raise()
         self.writer.close()
         os.rename(self._writing, self.path)
         shutil.rmtree(self._tmp, ignore_errors=True)
 
     def abort(self) -> None:
+        self._error = self._error or RuntimeError("aborted")
+        self._stop()
         try:
             self.writer.abort()
         except Exception:

@@ -289,6 +289,8 @@ def linearize_bag(input: str, output: str, parameters: dict | None = None, *, na
         writer = RecordWriter(output, storage, namespace)
         writer.description(description, start)
         if not executor.parallel:
+            if storage == "mcap":                # (sqlite3's connection stays in its own thread)
+                writer.background()              # the records written while the next are computed
             executor.sink = writer.records
         elif isinstance(executor, _Pool):
             spool = writer.spool
@@ -306,14 +308,13 @@ def linearize_bag(input: str, output: str, parameters: dict | None = None, *, na
                 res = executor.result(executor.submit(job(k, seed=end_state)))
             if res.error is not None:
                 raise BagError(res.error)
-            t0 = time.perf_counter()
             writer.chunk(res)                 # (in this process: written already)
-            summary.seconds["write"] = summary.seconds.get("write", 0.0) + time.perf_counter() - t0
             _add(summary, res)
             end_state = res.end_state
             if progress is not None:
                 progress.update(summary.states)
         writer.close()
+        summary.seconds["write"] = writer.seconds
         writer = None
     finally:
         if writer is not None:
@@ -337,14 +338,11 @@ def _add(summary: Summary, res) -> None:
         summary.examples.setdefault(key, text)
     for key, n in res.pairing.items():
         summary.pairing[key] += n
-    seconds = dict(summary.seconds)
     for key, s in res.seconds.items():
         if key == "start":
             summary.start_s = max(summary.start_s, s)
         else:
-            seconds[key] = seconds.get(key, 0.0) + s
-    write = seconds.pop("write", None)
-    summary.seconds = {**seconds, **({"write": write} if write is not None else {})}
+            summary.seconds[key] = summary.seconds.get(key, 0.0) + s
     for w in res.warnings:
         if w not in summary.warnings and len(summary.warnings) < 5:
             summary.warnings.append(w)
