@@ -43,6 +43,7 @@ _HEAD = struct.Struct("<4sII8sIIII")
 HEAD_SIZE = _HEAD.size
 #: where data[2], the record's seq, lies in its serialized message
 SEQ_OFFSET = HEAD_SIZE + 16
+_THREADS = "SVA_LINEARIZER_NUM_THREADS"
 #: test hook: "CHUNK:MARKER[:exit]" makes the first try of chunk CHUNK fail (raise, or end the
 #: worker's process with "exit"), leaving the file MARKER so that the retry goes through
 FAULT_ENV = "SVA_LINEARIZER_BAG_TEST_FAULT"
@@ -221,11 +222,16 @@ def run_chunk(job: Job, sink=None) -> ChunkResult:
     (messages, log times): takes the records as they are computed, batch by batch, instead of the
     result (the command's own process writes them at once)."""
     _fault(job)
-    os.environ.setdefault("SVA_LINEARIZER_NUM_THREADS", "1")     # a chunk computes on one thread
+    given = os.environ.get(_THREADS)
+    if given is None:
+        os.environ[_THREADS] = "1"          # a chunk computes on one thread (unless told otherwise)
     try:
         return _Chunk(job, sink).run()
     except BagError as e:
         return ChunkResult(job.index, error=str(e))
+    finally:
+        if given is None:
+            os.environ.pop(_THREADS, None)
 
 
 class _Chunk:
