@@ -369,7 +369,7 @@ def test_the_records_serialization_is_the_nodes_message(solo):
 # ------------------------------------------------------------------ bad input and the command line
 def _cli(*args, env=None):
     return subprocess.run([sys.executable, "-m", "sva_linearizer.cli", "bag", *args], capture_output=True, text=True,
-                          env=dict(os.environ, **(env or {})), timeout=600)
+                          env=dict(os.environ, SVA_LINEARIZER_QUIET="1", **(env or {})), timeout=600)
 
 
 def test_the_command_line_linearizes_with_the_nodes_options_and_says_what_it_did(recording, reference, tmp_path):

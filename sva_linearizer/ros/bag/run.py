@@ -31,6 +31,7 @@ import os
 import time
 from dataclasses import dataclass, field
 
+from sva_linearizer._jit import COMPILE_ENV
 from sva_linearizer.labels import z_names
 
 from ..node.inputs import same_snapshot
@@ -229,7 +230,24 @@ def linearize_bag(input: str, output: str, parameters: dict | None = None, *, na
     processes of this machine; ``dask``: a Dask scheduler's address (or a distributed.Client),
     instead; ``storage``: "mcap" or "sqlite3"; ``progress``: a .progress.Progress (or None), told
     the joint states done after each chunk. -> Summary.
-    Raises BagError (one line) for a problem with the recording, the parameters or the output."""
+    Raises BagError (one line) for a problem with the recording, the parameters or the output.
+
+    The kernels run compiled throughout (SVA_LINEARIZER_COMPILE=wait unless it is set: in a cold
+    cache they compile first, once per machine), so that no record depends on whether it was
+    computed before or after a background compile ended; the worker processes inherit it."""
+    policy = os.environ.get(COMPILE_ENV)
+    if policy is None:
+        os.environ[COMPILE_ENV] = "wait"
+    try:
+        return _linearize_bag(input, output, parameters, namespace, workers, dask, storage, chunk_states, batch,
+                              progress)
+    finally:
+        if policy is None:
+            os.environ.pop(COMPILE_ENV, None)
+
+
+def _linearize_bag(input, output, parameters, namespace, workers, dask, storage, chunk_states, batch,
+                   progress) -> Summary:
     t_start = time.perf_counter()
     try:
         p = normalize_parameters(parameters or {})
