@@ -511,3 +511,24 @@ def test_a_run_that_fails_halfway_leaves_no_output(recording, tmp_path, monkeypa
     with pytest.raises(RuntimeError, match="fails once"):
         linearize_bag(path, str(tmp_path / "o" / "out"), PARAMS, chunk_states=40)
     assert os.listdir(tmp_path / "o") == []
+
+
+def test_the_progress_bar_draws_on_a_terminal_only():
+    import io
+
+    from sva_linearizer.ros.bag.progress import Progress
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    tty, pipe = Tty(), io.StringIO()
+    for stream in (tty, pipe):
+        p = Progress(1000, stream=stream, width=10)
+        p.update(250)
+        p.update(1000)
+        p.close()
+    assert pipe.getvalue() == ""
+    lines = tty.getvalue().split("\r")
+    assert lines[1].startswith("[##........] 250/1,000 states ") and " states/s " in lines[1] and " left" in lines[1]
+    assert lines[2].startswith("[##########] 1,000/1,000 states ") and tty.getvalue().endswith("\n")

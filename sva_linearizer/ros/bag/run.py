@@ -200,7 +200,7 @@ class _Dask:
             self.client, self._own = address, False
         else:
             try:
-                self.client, self._own = Client(address, timeout=30), True
+                self.client, self._own = Client(address, timeout=20), True
             except Exception as e:
                 raise BagError(f"--dask {address}: no Dask scheduler there ({type(e).__name__}: {e})") from None
         self.where = f"Dask at {self.client.scheduler.address}"
