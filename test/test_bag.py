@@ -532,3 +532,35 @@ def test_the_progress_bar_draws_on_a_terminal_only():
     lines = tty.getvalue().split("\r")
     assert lines[1].startswith("[##........] 250/1,000 states ") and " states/s " in lines[1] and " left" in lines[1]
     assert lines[2].startswith("[##########] 1,000/1,000 states ") and tty.getvalue().endswith("\n")
+
+
+def test_forces_as_inputs_and_loops_give_the_nodes_records_too(solo, tmp_path):
+    """contact_mode forces (the contacts' wrenches on contact_forces, paired by stamp) and a closed
+    loop: the bag's records equal the node's bit for bit, and the node's drops (a force missing)."""
+    rng = np.random.default_rng(11)
+    feet = ["FL_FOOT", "FR_FOOT"]
+    msgs, _ = bags.stream(solo, 60, rng, feet=feet, gait=False)
+    for k in range(60):
+        stamp = 10 * SEC + k * MS
+        for i, f in enumerate(feet):
+            if k == 30 and i == 1:
+                continue                                   # no force for FR_FOOT at this state: stale (0.1 ms)
+            msgs.append(("/contact_forces", "contact_forces", stamp + 50_000 - 500,
+                         bags.wrench(stamp, f, rng.normal(size=3) * 5, rng.normal(size=3))))
+    def lifted(m):          # the contact sets of states 20-24: FL_FOOT alone
+        stamp = m[3].header.stamp.sec * SEC + m[3].header.stamp.nanosec
+        return (m[0], m[1], m[2], bags.contacts(stamp, feet[:1]))
+    msgs = [lifted(m) if m[1] == "contacts" and 20 <= (m[2] - 10 * SEC) // MS < 25 else m for m in msgs]
+    path = str(tmp_path / "in")
+    bags.write_bag(path, msgs)
+    params = {"robot": "solo12", "contact_frames": feet, "contact_kinds": ["point", "6d"], "contact_mode": "forces",
+              "contact_references": ["world_aligned"], "max_contacts_age": 0.0001, "dt": 0.01, "warn_period": 0,
+              "loop_frames_a": ["HL_FOOT"], "loop_frames_b": ["HR_FOOT"], "loop_kinds": ["point"]}
+    node, node_desc, node_data = _node_records(params, path)
+    summary = linearize_bag(path, str(tmp_path / "out"), params, batch=7)
+    bag_desc, bag = _read_back(str(tmp_path / "out"))
+    _same_records(node_desc, node_data, bag_desc, [d for _, d in bag])
+    assert summary.dropped == node.rejected == {"contact_forces_stale": 1}
+    desc = RecordDescription.from_json(bag_desc)
+    widths = {decode_record(d, desc).nw for _, d in bag}
+    assert widths == {12 + 3, 12 + 3 + 6} and summary.records == 59
