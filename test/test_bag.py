@@ -564,3 +564,17 @@ def test_forces_as_inputs_and_loops_give_the_nodes_records_too(solo, tmp_path):
     desc = RecordDescription.from_json(bag_desc)
     widths = {decode_record(d, desc).nw for _, d in bag}
     assert widths == {12 + 3, 12 + 3 + 6} and summary.records == 59
+
+
+def test_a_pairing_state_that_crosses_chunks_gives_the_same_output(recording, tmp_path):
+    """max_rate: which joint states go through depends on the last one that did, however far back;
+    a chunk's warm-up may settle on another, and the chunk is then run again from the exact state:
+    the output of 2 worker processes is the one pass's."""
+    path, _, _ = recording
+    params = dict(PARAMS, max_rate=300.0)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    one = linearize_bag(path, str(tmp_path / "a" / "out"), params)
+    two = linearize_bag(path, str(tmp_path / "b" / "out"), params, workers=2, chunk_states=50)
+    _same_output(str(tmp_path / "a" / "out"), str(tmp_path / "b" / "out"))
+    assert one.dropped == two.dropped and one.dropped["rate_limited"] > 100
