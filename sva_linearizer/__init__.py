@@ -14,8 +14,10 @@ from .algorithms import (
     mass_matrix,
     rneamb,
 )
+from .algorithms.centroidal import Centroidal, centroidal_derivatives, centroidal_momentum
 from .algorithms.contact_rows import Contact, Loop
 from .algorithms.frames import frame_jacobian, frame_placement, frame_velocity
+from .linearization.reset_map import Impact, impact, linearize_impact
 from .coupling import CoupledModel
 from .data import Data
 from .joints import Joint
@@ -45,3 +47,5 @@ __all__ = [
     "forward_dynamics", "inverse_mass_matrix", "discretize", "linearize", "linearize_batch", "linearize_flat",
     "linearize_horizon", "load_urdf", "mass_matrix", "next_state", "rneamb", "__version__",
 ]
+
+__all__ += ["Centroidal", "Impact", "centroidal_derivatives", "centroidal_momentum", "impact", "linearize_impact"]

@@ -29,7 +29,7 @@ from ._child import python_command
 # every dispatcher made by _jit.njit, in definition order
 DISPATCHERS: list = []
 
-GROUPS = ("core", "batch", "contacts", "contacts_batch", "second_order")
+GROUPS = ("core", "batch", "contacts", "contacts_batch", "second_order", "impacts", "centroidal")
 MARKER_NAME = "sva_linearizer.compiled-{group}.json"
 FAILED_NAME = "sva_linearizer.failed-{group}.json"
 KEY_MARKER = "sva_linearizer.cache-key.json"

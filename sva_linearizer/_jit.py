@@ -118,6 +118,22 @@ def is_direct(entry, fn) -> bool:
     return entry is not fn
 
 
+class DirectEntry:
+    """`direct(fn, *example)` found on first use and kept once it is compiled code: a caller calls
+    `(e.code or e.get())(...)` (an attribute read on the hot path). While fn's compile group is
+    not ready, get() returns fn itself, not kept, so that a later call finds the compiled code."""
+
+    __slots__ = ("fn", "example", "code")
+
+    def __init__(self, fn, *example):
+        self.fn, self.example, self.code = fn, example, None
+
+    def get(self):
+        entry = direct(self.fn, *self.example)
+        if is_direct(entry, self.fn):
+            self.code = entry
+        return entry
+
 # ------------------------------------------------------------------------------------------------
 # compile groups: compiled, or plain while they compile
 

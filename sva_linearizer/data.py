@@ -110,6 +110,7 @@ class Data:
         new._lin = None                             # its result object holds this Data's views
         new.__dict__.pop("_contact_sets", None)     # contacts.contact_set's buffers: per Data
         new.__dict__.pop("_second_order", None)     # the second-order workspace: per Data
+        new.__dict__.pop("_centroidal", None)       # the centroidal workspace: per Data
         new.__dict__.pop("_lane_workspaces", None)  # linearize_batch's lane workspaces: per Data
         new._bind()
         return new

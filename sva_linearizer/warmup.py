@@ -32,11 +32,12 @@ from ._child import python_command
 from .algorithms import (extended_inverse_dynamics, extended_inverse_dynamics_derivatives,
                          extended_inverse_dynamics_second_derivatives, forward_dynamics,
                          inverse_mass_matrix, mass_matrix, rneamb)
+from .algorithms.centroidal import centroidal_derivatives, centroidal_momentum
 from .algorithms.contact_rows import Contact
 from .algorithms.frames import frame_jacobian, frame_placement, frame_velocity
 from .data import Data
 from .joints import Joint
-from .linearization import linearize, linearize_batch
+from .linearization import impact, linearize, linearize_batch, linearize_impact
 from .model import Inertia, Model
 from .state import State
 from ._jit import COMPILE_ENV, HAVE_NUMBA, QUIET_ENV, mark_plain, mark_ready, set_compiler, set_loading
@@ -45,11 +46,13 @@ from ._jit import COMPILE_ENV, HAVE_NUMBA, QUIET_ENV, mark_plain, mark_ready, se
 # shared 2-core machine with numba 0.68 (`sva-linearizer compile --report`); `compile` spreads them
 # over compile_jobs() processes
 ESTIMATE_S = {"core": (55, 120), "batch": (40, 90), "contacts": (40, 100), "contacts_batch": (35, 80),
-              "second_order": (5, 20)}
+              "second_order": (5, 20), "impacts": (10, 30), "centroidal": (5, 15)}
 WHAT = {"core": "the numba kernels", "batch": "the lockstep kernel of linearize_batch (the pipeline on lanes)",
         "contacts": "the contact kernels (frames, rigid contacts, contact forces)",
         "contacts_batch": "the lockstep kernel of linearize_batch with contacts (the contact pipeline on lanes)",
-        "second_order": "the second-order derivatives of inverse dynamics"}
+        "second_order": "the second-order derivatives of inverse dynamics",
+        "impacts": "the impact kernels (the velocity jump at a touchdown and its reset map)",
+        "centroidal": "the centroidal momentum kernels (h_G, its rate, A_G and their derivatives)"}
 
 _lock = threading.RLock()
 _done = {}  # group -> the status later calls report: "warm" (compiled or found) or "skipped"
@@ -217,6 +220,24 @@ def _stage_second_order():
         extended_inverse_dynamics_second_derivatives(m, state, nu_dot, data=Data(m))
 
 
+def _stage_impacts():
+    m, state, _ = _tiny_states()[0]
+    point = _tiny_contacts()[0]
+    impact(m, state, [point], restitution=0.5)
+    linearize_impact(m, state, [point], restitution=0.5)
+    linearize_impact(m, state, [point], restitution=0.5, data=Data(m))
+
+
+def _stage_centroidal():
+    import numpy as np
+
+    for m, state, _ in _tiny_states():
+        nu_dot = np.zeros(m.nv)
+        centroidal_momentum(m, state)
+        centroidal_derivatives(m, state, nu_dot)
+        centroidal_derivatives(m, state, nu_dot, data=Data(m))
+
+
 def _stage_contacts_batch():
     import numpy as np
 
@@ -248,7 +269,8 @@ CONTACTS = "linearize with contacts and contact forces"
 # one state needs; "batch": linearize_batch's lockstep kernel, the pipeline compiled on lanes
 # (linearization/batch.py); "contacts": one state with contacts (frames.py, linearization/with_contacts.py);
 # "contacts_batch": linearize_batch(contacts=)'s lockstep kernel (contacts_lanes); "second_order":
-# extended_inverse_dynamics_second_derivatives. A new kernel needs a stage that calls it.
+# extended_inverse_dynamics_second_derivatives; "impacts": impact, linearize_impact; "centroidal":
+# centroidal_momentum, centroidal_derivatives. A new kernel needs a stage that calls it.
 WARMUP_STAGES = [
     Stage("core", ID, _stage_inverse_dynamics),
     Stage("core", MINV, _stage_inverse_mass_matrix),
@@ -263,6 +285,8 @@ WARMUP_STAGES = [
           (CONTACTS,)),
     Stage("contacts", "frames", _stage_frames, (ID,)),
     Stage("second_order", "second-order derivatives of inverse dynamics", _stage_second_order, (ID,)),
+    Stage("impacts", "impacts and their reset map", _stage_impacts, (CONTACTS, ID_DERIVATIVES)),
+    Stage("centroidal", "centroidal momentum and its derivatives", _stage_centroidal, (ID, ID_DERIVATIVES)),
     Stage("core", "mass matrix (CRBAmb)", _stage_mass_matrix),
 ]
 

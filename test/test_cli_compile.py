@@ -613,8 +613,9 @@ def test_first_use_of_a_cold_cache(cold_compile):
     r = subprocess.run([sys.executable, "-m", "sva_linearizer.cli", "compile", "--status"],
                        capture_output=True, text=True, timeout=300, env=env)
     assert r.stdout.startswith("core: warm, batch: warm, contacts: warm, contacts_batch: warm, "), r.stdout
-    if private:   # the user process used every group but the second-order derivatives: that one stays cold
-        assert r.returncode == 1 and "second_order: cold (cache: " in r.stdout, r.stdout
+    if private:   # the user process used every group but these: they stay cold
+        assert r.returncode == 1 and "second_order: cold, impacts: cold, centroidal: cold (cache: " in r.stdout, \
+            r.stdout
 
 
 # what test_first_use_of_a_cold_cache's fresh process runs on the warm cache
@@ -661,7 +662,8 @@ def test_compile_status_on_a_cold_cache(tmp_path):
     r = subprocess.run([sys.executable, "-m", "sva_linearizer.cli", "compile", "--status"], capture_output=True,
                        text=True, timeout=300, env=dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path)))
     assert r.returncode == 1 and r.stdout.startswith(
-        "core: cold, batch: cold, contacts: cold, contacts_batch: cold, second_order: cold (cache: ")
+        "core: cold, batch: cold, contacts: cold, contacts_batch: cold, second_order: cold, impacts: cold, "
+        "centroidal: cold (cache: ")
     assert str(tmp_path) in r.stdout and r.stderr == ""
 
 

@@ -9,6 +9,7 @@ import pytest
 import sva_linearizer as sl
 from fd_tools import random_state, random_tree
 from sva_linearizer.robots import robot_urdf_path
+from sva_linearizer.spatial import xform
 
 
 def _run_threads(work, n):
@@ -86,6 +87,33 @@ def test_redundant_contacts_are_named():
     with pytest.raises(ValueError, match="redundant"):
         sl.forward_dynamics(model, st, np.zeros(model.nj), contacts=cs)
 
+
+
+def test_dependent_rows_that_hold_are_dropped_anywhere_in_the_set():
+    """A fixed-base chain of 6 joints at rest, locked by a 6d contact at its end: a point contact
+    on a body before it adds 3 rows that depend on the 6d ones and hold (nothing moves). Wherever
+    the dependent rows sit in the set, they are dropped with no force and the rest is the solution
+    with the 6d contact alone."""
+    rng = np.random.default_rng(2)
+    model = random_tree(rng, n=6, floating_base=False, parents=[0, 1, 2, 3, 4, 5])
+    st = sl.State(model, s=rng.uniform(-1, 1, model.nj), r=np.zeros(model.nj))
+    tau = rng.normal(size=model.nj)
+    six, point = sl.Contact("j5", "6d"), sl.Contact("j3", "point", offset=(0.1, -0.2, 0.05))
+    nu1, lam1 = sl.forward_dynamics(model, st, tau, contacts=[six])
+    for cs in ([six, point], [point, six]):
+        nu, lam = sl.forward_dynamics(model, st, tau, contacts=cs)
+        assert np.abs(nu).max() <= 1e-9 and np.abs(nu1).max() <= 1e-9
+        kept = lam[0:6] if cs[0] is six else lam[3:9]
+        dropped = lam[6:9] if cs[0] is six else lam[0:3]
+        if cs[0] is six:
+            assert np.array_equal(dropped, np.zeros(3))
+            assert np.allclose(kept, lam1, rtol=1e-9, atol=1e-9 * np.abs(lam1).max())
+        # (the point first: three of the 6d rows are dropped instead; the forces still balance tau)
+        at_point = xform(np.eye(3), -np.asarray(point.offset))
+        Jc = np.vstack([sl.frame_jacobian(model, st, c.frame) if c.kind == "6d" else
+                        (at_point @ sl.frame_jacobian(model, st, c.frame))[0:3] for c in cs])
+        h = sl.extended_inverse_dynamics(model, st, np.zeros(model.nv))
+        assert np.allclose(Jc.T @ lam, h - tau, atol=1e-9 * np.abs(h - tau).max())
 
 def test_constrained_acceleration_meets_the_constraint():
     """J nu_dot + J-dot nu = -(Kd v_c + Kp e): checked against a finite difference of the contact

@@ -46,16 +46,22 @@ def pin_contacts(pm, qp, contacts):
     return cms
 
 
-def pin_constrained(model, pm, q, v, tau, contacts):
-    """Pinocchio's constrained A, B, forces and their derivatives, in our order."""
-    qp, vp, taup, perm = pinocchio_state(model, pm, q, v, tau)
-    nv, nj = model.nv, model.nj
-    cms = pin_contacts(pm, qp, contacts)
+def pin_constraint_data(pm, cms):
+    """A fresh Data and the RigidConstraintDatas of cms, initialised (initConstraintDynamics)."""
     pd = pm.createData()
     cds = pin.StdVec_RigidConstraintData()
     for cm in cms:
         cds.append(cm.createData())
     pin.initConstraintDynamics(pm, pd, cms, cds)
+    return pd, cds
+
+
+def pin_constrained(model, pm, q, v, tau, contacts):
+    """Pinocchio's constrained A, B, forces and their derivatives, in our order."""
+    qp, vp, taup, perm = pinocchio_state(model, pm, q, v, tau)
+    nv, nj = model.nv, model.nj
+    cms = pin_contacts(pm, qp, contacts)
+    pd, cds = pin_constraint_data(pm, cms)
     ddq = pin.constraintDynamics(pm, pd, qp, vp, taup, cms, cds).copy()
     lam = pd.lambda_c.copy()
     ddq_dq, ddq_dv, ddq_dtau, dl_dq, dl_dv, dl_dtau = (

@@ -353,9 +353,19 @@ def test_loop_errors():
         sl.linearize(model, st, np.zeros(6), contacts=[sl.Loop("j1", "nope")])
     with pytest.raises(ValueError, match="an sl.Loop is a constraint, not a force input"):
         sl.linearize(model, st, np.zeros(6), forces=[(sl.Loop("j1", "j2"), np.zeros(3))])
-    # a 6d weld of the chain's end to its base link and a 6d contact on the same end: 12 rows
-    # for 6 joints, not all satisfiable: the error names them
-    cs = [sl.Loop("j5", "base", "6d"), sl.Contact("j5", "6d")]
+    # a 6d weld of the chain's end to its base link and a 6d contact on the same end: 12 rows for
+    # 6 joints, the same constraint twice: the contact's rows are dropped (no force on them) and
+    # hold, the weld's answer is the answer
+    weld = sl.Loop("j5", "base", "6d")
+    one = sl.linearize(model, st, np.zeros(6), contacts=[weld])
+    two = sl.linearize(model, st, np.zeros(6), contacts=[weld, sl.Contact("j5", "6d")])
+    assert np.array_equal(two.forces[6:], np.zeros(6))
+    for name in ("nu_dot", "A", "B"):
+        X, Y = getattr(two, name), getattr(one, name)
+        assert np.allclose(X, Y, rtol=0, atol=1e-9 * np.abs(Y).max()), name
+    # with a damped contact there (a + Kd v = 0 against the weld's a = 0, v != 0): not all
+    # satisfiable, the error names them
+    cs = [weld, sl.Contact("j5", "6d", baumgarte=(0.0, 5.0))]
     with pytest.raises(ValueError, match=r"redundant.*j5-base \(6d, local\), j5 \(6d, local\)"):
         sl.linearize(model, st, np.zeros(6), contacts=cs)
 

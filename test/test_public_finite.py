@@ -30,8 +30,8 @@ if example_robot_data_dir() is None:
 FEET = ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT")
 
 # the public names that are not functions of (model, state, ...) numbers
-CLASSES = {"Contact", "CoupledModel", "Data", "Inertia", "Joint", "Linearization", "Loop", "Model",
-           "SecondOrderDerivatives", "State"}
+CLASSES = {"Centroidal", "Contact", "CoupledModel", "Data", "Impact", "Inertia", "Joint", "Linearization",
+           "Loop", "Model", "SecondOrderDerivatives", "State"}
 
 
 class Case:
@@ -63,12 +63,12 @@ class Case:
             "data": sl.Data(m), "q_batch": self.q[None], "v_batch": self.v[None],
             "tau_batch": self.tau[None], "A": A, "B": np.full((nx, m.nj), 1e300), "dt": 1e10,
             "v_plus": np.full(6, 1e300) if m.floating_base else None,
-            "path_or_xml": str(robot_urdf_path(self.robot)),
+            "path_or_xml": str(robot_urdf_path(self.robot)), "contacts": self.contacts or [],
         }
 
 
 ARGUMENT_NAMES = {"model", "state", "tau", "nu_dot", "r_ddot", "frame", "q", "v", "data", "q_batch",
-                  "v_batch", "tau_batch", "A", "B", "dt", "v_plus", "path_or_xml"}
+                  "v_batch", "tau_batch", "A", "B", "dt", "v_plus", "path_or_xml", "contacts"}
 # numeric inputs: what the error must name when they are not real numbers
 NUMERIC = {"tau": "tau", "nu_dot": "nu_dot", "r_ddot": "r_ddot", "q": "q", "v": "v",
            "q_batch": "q", "v_batch": "v", "tau_batch": "tau", "A": "A", "B": "B", "v_plus": "v_plus"}
@@ -93,7 +93,7 @@ def call_args(fn, args, contacts=None):
             assert p.name in ARGUMENT_NAMES, (
                 f"{fn.__name__}: parameter {p.name!r} unknown to this test: add it to Case.arguments")
             pos.append(p.name)
-    if "contacts" in params and contacts:
+    if "contacts" in params and contacts and "contacts" not in pos:
         kw["contacts"] = contacts
     if fn is sl.discretize and args.get("v_plus") is not None:
         pos.append("v_plus")
@@ -110,6 +110,8 @@ def finite_numbers(x):
         return all(finite_numbers(getattr(x, k)) for k in ("A", "B", "nu_dot", "Minv", "D", "Ad", "Bd",
                                                              "forces", "dforces_dz", "dforces_dtau")
                    if getattr(x, k, None) is not None)
+    if isinstance(x, (sl.Impact, sl.Centroidal)):
+        return all(finite_numbers(getattr(x, k)) for k in x.__slots__ if getattr(x, k) is not None)
     if isinstance(x, sl.SecondOrderDerivatives):
         return all(finite_numbers(getattr(x, k)) for k in ("d2tau_dq2", "d2tau_dnu2", "d2tau_dq_dnu", "dM_dq"))
     if isinstance(x, float):

@@ -14,6 +14,8 @@ the workspace's named views (layout.py) with its typed Python wrapper:
     frames.py              frame poses, Jacobians, twist/acceleration derivatives   frame_*
     contact_rows.py        contact definitions (Pinocchio's), their rows, residuals, wrenches   Contact
     constrained_dynamics.py  forward dynamics with contacts (the KKT solve through IMMAmb)
+    impacts.py             the impact at a touchdown (the same KKT solve; sl.impact: linearization/reset_map.py)
+    centroidal.py          centroidal momentum, its rate, A_G, derivatives   centroidal_momentum, _derivatives
     checks.py              the model's check (massless subtrees): Model.validate
     status.py              the status codes of the compiled entry points
 """

@@ -88,8 +88,9 @@ DEPENDENT = 1e-10   # a row whose pivot is below this times K's largest diagonal
 def _cholesky_ok(K, L, keep):
     """L L^T = K (lower L) over the independent rows, in their order: row c is dependent when its
     pivot K[c, c] - sum_k L[c, k]^2 (over the rows kept before it) is at most DEPENDENT times K's
-    largest diagonal entry; it is then dropped (keep[c] = 0; an identity row and column in L, so
-    that L L^T is K on the kept rows and the identity on the dropped ones). False if a pivot is
+    largest diagonal entry; it is then dropped (keep[c] = 0; an identity row and column in L, its
+    entries in the kept columns computed before its pivot zeroed too, so that L L^T is K on the
+    kept rows and the identity on the dropped ones). False if a pivot is
     not a number or cond(K) on the kept rows ~ (max/min pivot)^2 > 1e10. On lanes (_lanes.py) a
     row dependent in some lanes only also gives False: the group is then computed state by state."""
     n = K.shape[0]
@@ -114,6 +115,8 @@ def _cholesky_ok(K, L, keep):
             if not all_lanes(big > 0.0):
                 return False
             keep[c, 0] = 0.0
+            for k in range(c):                               # (its entries in the kept columns: 0,
+                L[c, k] = 0.0                                #  so that L^-T L^-1 is K^-1 on the kept rows)
             L[c, c] = 1.0
             continue
         keep[c, 0] = 1.0
@@ -151,6 +154,62 @@ def _chol_inverse(L, Kinv, W):
             a = W[k, i]
             for j in range(k + 1):
                 Kinv[i, j] += a * W[k, j]
+
+
+@njit(inline="always")
+def kkt_solve(Minv, Jc, r0, nu, V1, YT, Y, K, L, Kinv, rhs, keep, lam):
+    """The Delassus solve that the contact dynamics and the impacts share: for the rows Jc (m x nv)
+    with the terms r0 (m x 1) and the velocity or acceleration nu that Minv maps the constraint
+    forces into (in: without them, nu_free or v-; out: with them),
+        Y = Minv Jc^T,  K = Jc Minv Jc^T (Cholesky: _cholesky_ok),  lambda = -K^-1 (Jc nu + r0),
+        nu += Y lambda,
+    the rows that _cholesky_ok drops (dependent on those before them) carrying no force and checked
+    to hold: Jc nu + r0 = 0 there too. Leaves Y^T, Y, K^-1 (zero on the dropped rows' rows and
+    columns) and keep (1 / 0 per row) for the derivatives; V1 (nv x 1): a copy of nu on entry; K,
+    L, rhs: scratch. m = 0 leaves nu as it is. Returns 0 or CONTACTS_SINGULAR."""
+    nv, mc = nu.shape[0], lam.shape[0]
+    if mc == 0:
+        return 0
+    for i in range(nv):
+        V1[i, 0] = nu[i]
+    matmul(Jc, Minv, YT)                                        # Y^T = Jc Minv (Minv symmetric)
+    for i in range(nv):
+        for r in range(mc):
+            Y[i, r] = YT[r, i]
+    matmul(Jc, Y, K)                                            # K = Jc Minv Jc^T
+    for i in range(mc):
+        for c in range(i + 1, mc):
+            K[i, c] = K[c, i] = 0.5 * (K[i, c] + K[c, i])
+    if not _cholesky_ok(K, L, keep):
+        return CONTACTS_SINGULAR
+    _chol_inverse(L, Kinv, K)                                    # (K: scratch from here on)
+    for r in range(mc):                                          # dependent rows: no force
+        if any_lane(keep[r, 0] == 0.0):                           # (the same rows in every lane)
+            for c in range(mc):
+                Kinv[r, c] = 0.0
+                Kinv[c, r] = 0.0
+    matmul(Jc, V1, rhs)                                         # Jc nu
+    for r in range(mc):
+        rhs[r, 0] += r0[r, 0]
+    for r in range(mc):
+        acc = 0.0
+        for s in range(mc):
+            acc += Kinv[r, s] * rhs[s, 0]
+        lam[r] = -acc
+    for i in range(nv):
+        acc = 0.0
+        for r in range(mc):
+            acc += Y[i, r] * lam[r]
+        nu[i] += acc
+    for r in range(mc):                                          # the dropped rows hold as well
+        if any_lane(keep[r, 0] == 0.0):
+            acc, size = r0[r, 0], abs(r0[r, 0])
+            for c in range(nv):
+                acc += Jc[r, c] * nu[c]
+                size += abs(Jc[r, c] * nu[c])
+            if not all_lanes(abs(acc) <= 1e-7 * (1.0 + size)):
+                return CONTACTS_SINGULAR
+    return 0
 
 
 def _ws_shapes(nv, n, mc, mf):
@@ -241,45 +300,9 @@ def constrained_acceleration(m, d, q, vel, tau, fset, fvec, cset, ws, lam):
         set_rows(m, d, q, vel, zero, bool(False), ci, cp, co, cbuf, ccols)
         set_gather(nv, ci, co, cbuf, 0, Jc)
         set_gather(nv, ci, co, cbuf, 1, r0)
-        for i in range(nv):
-            zero[i] = nu[i]                                      # V1 := nu_free (done with zero)
-        matmul(Jc, Minv, YT)                                    # Y^T = Jc Minv (Minv symmetric)
-        for i in range(nv):
-            for r in range(mc):
-                Y[i, r] = YT[r, i]
-        matmul(Jc, Y, K)                                        # K = Jc Minv Jc^T
-        for i in range(mc):
-            for c in range(i + 1, mc):
-                K[i, c] = K[c, i] = 0.5 * (K[i, c] + K[c, i])
-        if not _cholesky_ok(K, L, keep):
-            return CONTACTS_SINGULAR
-        _chol_inverse(L, Kinv, K)                                # (K: scratch from here on)
-        for r in range(mc):                                      # dependent rows: no force
-            if any_lane(keep[r, 0] == 0.0):                       # (the same rows in every lane)
-                for c in range(mc):
-                    Kinv[r, c] = 0.0
-                    Kinv[c, r] = 0.0
-        matmul(Jc, V1, rhs)                                     # Jc nu_free
-        for r in range(mc):
-            rhs[r, 0] += r0[r, 0]
-        for r in range(mc):
-            acc = 0.0
-            for s in range(mc):
-                acc += Kinv[r, s] * rhs[s, 0]
-            lam[r] = -acc
-        for i in range(nv):
-            acc = 0.0
-            for r in range(mc):
-                acc += Y[i, r] * lam[r]
-            nu[i] += acc
-        for r in range(mc):                                      # the dropped rows hold as well
-            if any_lane(keep[r, 0] == 0.0):
-                acc, size = r0[r, 0], abs(r0[r, 0])
-                for c in range(nv):
-                    acc += Jc[r, c] * nu[c]
-                    size += abs(Jc[r, c] * nu[c])
-                if not all_lanes(abs(acc) <= 1e-7 * (1.0 + size)):
-                    return CONTACTS_SINGULAR
+        status = kkt_solve(Minv, Jc, r0, nu, V1, YT, Y, K, L, Kinv, rhs, keep, lam)
+        if status != 0:
+            return status
         set_wrench(nv, d.fext, d.t6[3], ci, cp, co, cbuf, ccols, lam, True, noE)
     return 0
 
@@ -391,11 +414,12 @@ class ContactPlan:
         return fvec if np.isfinite(fvec).all() else None
 
 
-def contact_plan(model: Model, d, contacts, forces):
+def contact_plan(model: Model, d, contacts, forces, impact: bool = False):
     """(ContactPlan, stacked input forces) for these contacts and forces on d. Plans are kept in d
     (at most 33, then the cache starts over) and found by the Contacts' identities (safe keys: a
     plan holds its Contacts alive); a new plan checks everything (check_contacts, check_forces
-    name unknown frames and bad forces)."""
+    name unknown frames and bad forces). impact=True: a plan of its own for an impact (impacts.py),
+    whose rows are the constraints' without Baumgarte terms (gains and anchor errors zero)."""
     cache = d.__dict__.setdefault("_contact_sets", {})      # (Data.copy drops it: per Data)
     contacts = contacts if isinstance(contacts, (list, tuple)) else list(contacts or ())
     fpairs = []
@@ -406,7 +430,7 @@ def contact_plan(model: Model, d, contacts, forces):
             fpairs = None                                    # check_forces names the bad item
     key = None
     if fpairs is not None:
-        key = (tuple(map(id, contacts)), tuple([id(c) for c, _ in fpairs]) if fpairs else ())
+        key = (tuple(map(id, contacts)), tuple([id(c) for c, _ in fpairs]) if fpairs else (), impact)
         plan = cache.get(key)
         if plan is not None:
             fvec = plan.force_vector(fpairs)
@@ -415,6 +439,9 @@ def contact_plan(model: Model, d, contacts, forces):
     cs = check_contacts(model, contacts)
     fs, fvec = check_forces(model, fpairs if fpairs is not None else forces)
     plan = ContactPlan(d, cs, fs)
+    if impact and plan.cset is not None:     # velocity rows: no Kp, Kd terms, no anchor
+        plan.cset.par[:, 90:92] = 0.0
+        plan.anchored = False
     if key is not None:
         if len(cache) > 32:
             cache.clear()
@@ -422,13 +449,14 @@ def contact_plan(model: Model, d, contacts, forces):
     return plan, fvec
 
 
-def run_plan(model: Model, state: State, tau: np.ndarray, contacts, forces, data, entry, collect):
+def run_plan(model: Model, state: State, tau: np.ndarray, contacts, forces, data, entry, collect,
+             impact: bool = False):
     """entry(ib, fb, q, v, tau, pi, pf) (constrained_entry, or the linearization's) on the Data's
-    ContactPlan for these contacts and forces; errors for the statuses it can return but
-    NOT_FINITE; then collect(d, plan, status) (status 0 or NOT_FINITE), on the Data still held for
-    this call, gives the result."""
+    ContactPlan for these contacts and forces (impact: an impact's plan, contact_plan); errors for
+    the statuses it can return but NOT_FINITE; then collect(d, plan, status) (status 0 or
+    NOT_FINITE), on the Data still held for this call, gives the result."""
     d = get_data(model, data)
-    plan, fvec = contact_plan(model, d, contacts, forces)
+    plan, fvec = contact_plan(model, d, contacts, forces, impact)
     busy, d._busy = d._busy, True
     try:
         if d.custom:

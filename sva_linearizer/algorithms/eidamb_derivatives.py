@@ -54,6 +54,73 @@ def two_b_sym(M, v, T, K):
             K[c, i] = x
 
 
+@njit(inline="always")
+def idsva_forward(m, d, k, composite):
+    """IDSVA:5-11 for body k (after eidamb at the state): Ps[k] = [Psi-dot, Psi-ddot, S-dot + Psi-dot]
+    (k > 0; line 7's a_lam is d.ap, gravity included as in EIDAmb's run) and, if `composite`, the
+    composites' own terms: IC[k] = M_k, KC[k] = 2B_k's symmetric part (two_b_sym), hC[k] = M_k v_k."""
+    S, Sig, I, v, vp, ap, hv = d.S, d.Sig, m.I, d.v, d.vp, d.ap, d.hv
+    IC, KC, hC, Ps = d.IC, d.KC, d.hC, d.Ps
+    if k > 0:
+        P, vpk = Ps[k], vp[k]                                    # v_lam, a_lam in k's frame
+        for i in range(3):
+            for mm in range(6):
+                P[i, mm] = 0.0
+        cross_m(vpk, Sig[k], P[0], 1.0)                          # IDSVA:6: Psi-dot = v_lam x sigma
+        cross_m(ap[k], Sig[k], P[1], 1.0)                        # IDSVA:7: Psi-ddot = a_lam x sigma
+        cross_m(vpk, P[0], P[1], 1.0)                            #   + v_lam x Psi-dot
+        cross_m(vpk, S[k], P[2], 2.0)                            # IDSVA:5: S-dot + Psi-dot (Gamma)
+    if composite:
+        for i in range(6):
+            for mm in range(6):
+                IC[k, i, mm] = I[k, i, mm]                       # IDSVA:8
+        if m.rig[k]:                                             # IDSVA:9
+            two_b_sym_rigid(I[k], v[k], KC[k])
+        else:
+            two_b_sym(I[k], v[k], d.T2, KC[k])
+        for i in range(6):
+            hC[k, i] = hv[k, i]
+
+
+@njit(inline="always")
+def idsva_terms(m, d, k):
+    """IDSVA:13-16 for body k, its composites complete (subtree(k) accumulated): d.tt[k] = [t1, t2,
+    t3, t4] = [M^C Gamma, 2B^C Gamma + M^C (S-dot + Psi-dot), 2B^C Psi-dot + M^C Psi-ddot + f^C
+    x-bar* sigma, (2B^C)^T Gamma] (2B^C x = KC x + x x* hC; f^C = d.f[k], EIDAmb's subtree force)."""
+    ICk, KCk, hCk, G, P, t, ax = d.IC[k], d.KC[k], d.hC[k], d.S[k], d.Ps[k], d.tt[k], m.sax[k]
+    psd, psdd, sdp = P[0], P[1], P[2]
+    t1, t2, t3, t4 = t[0], t[1], t[2], t[3]
+    x = d.t6[0]                                                  # x = Gamma x* h^C
+    for i in range(6):
+        x[i] = 0.0
+    cross_f(G, hCk, x)
+    m_s(ICk, G, ax, t1)                                          # IDSVA:13: t1 = M^C Gamma
+    m_s(KCk, G, ax, t3)                                          # (t3 as scratch: KC Gamma)
+    for i in range(6):
+        kg = t3[i]
+        t4[i] = kg - x[i]                                        # IDSVA:16: t4 = (2B^C)^T Gamma
+        t2[i] = kg + x[i]                                        # IDSVA:14: t2 = 2B^C Gamma
+    rk = m.rig[k]                            # M^C_k, KC_k of rigid-body form: products on (m, h, C)
+    mv_add_r(ICk, rk, sdp, t2)                                   #   + M^C (S-dot + Psi-dot)
+    mv_r(KCk, rk, psd, t3)                                       # IDSVA:15: t3 = 2B^C Psi-dot
+    cross_f(psd, hCk, t3)
+    mv_add_r(ICk, rk, psdd, t3)                                  #   + M^C Psi-ddot
+    cross_f(d.Sig[k], d.f[k], t3)                                #   + f^C x-bar* sigma
+
+
+@njit(inline="always")
+def idsva_accumulate(m, d, k, p):
+    """IDSVA:22: body k's composites IC, KC, hC into its parent p's (^kX_p^T C ^kX_p)."""
+    IC, KC, hC, Xup, xw, ax = d.IC, d.KC, d.hC, d.Xup, m.xw, m.xax[k]
+    if m.rig[k]:                             # rigid-body form kept: on its parameters (spatial_ops)
+        for C in (IC, KC):                   # (a loop: one copy of the code, which is long)
+            rigid_congruence_add_s(Xup[k], xw[k], ax, C[k], C[p])
+    else:                                    # (raw 6x6 inertias, rare: the general product)
+        congruence_add(Xup[k], IC[k], IC[p])
+        congruence_add(Xup[k], KC[k], KC[p])
+    xt_add_s(Xup[k], xw[k], ax, hC[k], hC[p])
+
+
 @kernel
 def eidamb_derivatives(m, d):
     """The derivatives of EIDAmb w.r.t. H, s, v, r (Tables 4.2-4.5), computed by IDSVA (Singh et al.
@@ -83,55 +150,22 @@ def eidamb_derivatives(m, d):
     two apart: sigma in the position derivatives (Psi-dot, Psi-ddot, the f x-bar* sigma term),
     Gamma in the velocity derivatives and in tau = Gamma^T f. Line 15's third term is kept (the paper's
     simplified form drops it, which is wrong: docs/derivations.md)."""
-    lam, vidx, sax, rig, floating, nb, nv, I = m.lam, m.vidx, m.sax, m.rig, m.floating, m.nb, m.nv, m.I
+    lam, vidx, sax, rig, floating, nb, nv = m.lam, m.vidx, m.sax, m.rig, m.floating, m.nb, m.nv
     xax, xw = m.xax, m.xw
-    S, Sig, Xup, v, vp, ap, hv, f, g0 = d.S, d.Sig, d.Xup, d.v, d.vp, d.ap, d.hv, d.f, d.g0
-    IC, KC, hC, Ps, tt, cur, D, T, t6 = d.IC, d.KC, d.hC, d.Ps, d.tt, d.cur, d.D, d.T2, d.t6
+    S, Xup, v, g0 = d.S, d.Xup, d.v, d.g0
+    IC, KC, hC, Ps, tt, cur, D, t6 = d.IC, d.KC, d.hC, d.Ps, d.tt, d.cur, d.D, d.t6
     for i in range(D.shape[0]):
         for c in range(D.shape[1]):
             D[i, c] = 0.0
     for k in range(nb):                                          # forward: IDSVA:2-11
-        if k > 0:
-            P, vpk = Ps[k], vp[k]                                # v_lam, a_lam in k's frame
-            for i in range(3):
-                for mm in range(6):
-                    P[i, mm] = 0.0
-            cross_m(vpk, Sig[k], P[0], 1.0)                      # IDSVA:6: Psi-dot = v_lam x sigma
-            cross_m(ap[k], Sig[k], P[1], 1.0)                    # IDSVA:7: Psi-ddot = a_lam x sigma
-            cross_m(vpk, P[0], P[1], 1.0)                        #   + v_lam x Psi-dot
-            cross_m(vpk, S[k], P[2], 2.0)                        # IDSVA:5: S-dot + Psi-dot (Gamma)
-        if k > 0 or floating:
-            for i in range(6):
-                for mm in range(6):
-                    IC[k, i, mm] = I[k, i, mm]                     # IDSVA:8
-            if rig[k]:                                           # IDSVA:9
-                two_b_sym_rigid(I[k], v[k], KC[k])
-            else:
-                two_b_sym(I[k], v[k], T, KC[k])
-            for i in range(6):
-                hC[k, i] = hv[k, i]
+        idsva_forward(m, d, k, k > 0 or floating)
     v0 = v[0]
     for k in range(nb - 1, 0, -1):                               # backward: IDSVA:12
         p = lam[k]
-        ICk, KCk, G, P, t, ax = IC[k], KC[k], S[k], Ps[k], tt[k], sax[k]
+        G, P, t, ax = S[k], Ps[k], tt[k], sax[k]
         psd, psdd, sdp = P[0], P[1], P[2]
-        t1, t2, t3, t4 = t[0], t[1], t[2], t[3]
-        x = t6[0]                                                # x = Gamma x* h^C
-        for i in range(6):
-            x[i] = 0.0
-        cross_f(G, hC[k], x)
-        m_s(ICk, G, ax, t1)                                      # IDSVA:13: t1 = M^C Gamma
-        m_s(KCk, G, ax, t3)                                      # (t3 as scratch: KC Gamma)
-        for i in range(6):
-            kg = t3[i]
-            t4[i] = kg - x[i]                                    # IDSVA:16: t4 = (2B^C)^T Gamma
-            t2[i] = kg + x[i]                                    # IDSVA:14: t2 = 2B^C Gamma
-        rk = rig[k]                          # M^C_k, KC_k of rigid-body form: products on (m, h, C)
-        mv_add_r(ICk, rk, sdp, t2)                               #   + M^C (S-dot + Psi-dot)
-        mv_r(KCk, rk, psd, t3)                                   # IDSVA:15: t3 = 2B^C Psi-dot
-        cross_f(psd, hC[k], t3)
-        mv_add_r(ICk, rk, psdd, t3)                              #   + M^C Psi-ddot
-        cross_f(Sig[k], f[k], t3)                                #   + f^C x-bar* sigma
+        t1, t4 = t[0], t[3]
+        idsva_terms(m, d, k)                                     # IDSVA:13-16
         # IDSVA:19-20 for the pair (k, k): the diagonal
         rq = vidx[k]
         rv = nv + rq
@@ -166,14 +200,7 @@ def eidamb_derivatives(m, d):
                 Dr[mm] = -Dr[mm]
                 Dr[nv + mm] = cur[3, mm] - Dr[nv + mm]
         if p > 0 or floating:                                    # IDSVA:22
-            ax = xax[k]
-            if rig[k]:                       # rigid-body form kept: on its parameters (spatial_ops)
-                for C in (IC, KC):           # (a loop: one copy of the code, which is long)
-                    rigid_congruence_add_s(Xup[k], xw[k], ax, C[k], C[p])
-            else:                            # (raw 6x6 inertias, rare: the general product)
-                congruence_add(Xup[k], ICk, IC[p])
-                congruence_add(Xup[k], KCk, KC[p])
-            xt_add_s(Xup[k], xw[k], ax, hC[k], hC[p])
+            idsva_accumulate(m, d, k, p)
     if floating:                                                 # base-base block (IDSVA:19-20)
         e, col, w = t6[0], t6[1], t6[2]
         for c in range(6):

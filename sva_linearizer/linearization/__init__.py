@@ -4,6 +4,8 @@
     continuous.py   linearize: A, B at one state (and Ad, Bd with dt), one compiled call
     assembly.py     A and B from the derivatives D and Minv (eq. 3.53); the Linearization result
     with_contacts.py  linearize with rigid contacts (KKT) or contact forces as inputs
+    reset_map.py    impact, linearize_impact: an impact at a touchdown, its reset map (the Jacobian on
+                    z) and the impulses' derivatives, one compiled call
     batch.py        linearize_batch: many states, in parallel, one compiled call
     horizon.py      linearize_horizon: a planner's knots with a contact schedule, every record section
     discrete.py     the semi-implicit Euler step on the Lie group: Ad, Bd (discretize)
@@ -12,6 +14,7 @@
 """
 from .batch import linearize_batch, num_threads
 from .continuous import Linearization, linearize, linearize_flat
+from .reset_map import Impact, impact, linearize_impact  # noqa: F401 (sl.impact, sl.linearize_impact)
 from .discrete import discretize, next_state
 from .horizon import Horizon, KnotError, linearize_horizon
 

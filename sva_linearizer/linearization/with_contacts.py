@@ -33,6 +33,44 @@ if TYPE_CHECKING:
     from ..state import State
 
 
+@njit(inline="always")
+def with_rotation_terms(d, fset, fvec, cset, lam, G, El, MEl):
+    """G := d.D plus E, the derivative of the wrenches of the input forces (fset, fvec) and of the
+    constraint forces lam (cset) that EIDAmb's derivatives (forces fixed in the body) miss: forces
+    held in world axes turn with their link, a loop's reaction with both its frames
+    (contact_rows.set_wrench); E enters G's z_q columns. With loops the constraints' E is kept
+    apart instead, El := E and MEl := Minv E: a loop's E couples its two branches, outside the
+    support of D that assemble's sparse product -Minv G relies on. Returns whether there are
+    loops (the caller subtracts MEl from -Minv G's z_q columns)."""
+    fi, fp, fo, fbuf, fcols = fset
+    ci, cp, co, cbuf, ccols = cset
+    nv, nx, D = G.shape[0], G.shape[1], d.D
+    mf, mc = fvec.shape[0], lam.shape[0]
+    for i in range(nv):
+        for c in range(nx):
+            G[i, c] = D[i, c]
+    wa = False                                                   # world-aligned forces turn with the links
+    loops = False                                                # (a loop's reaction turns with both frames)
+    for i in range(fi.shape[0]):
+        wa = wa or fi[i, 2] != 0
+    for i in range(ci.shape[0]):
+        wa = wa or ci[i, 2] != 0 or ci[i, 4] != 0
+        loops = loops or ci[i, 4] != 0
+    if wa:                                                       # E into G's z_q columns
+        Eq = G[:, 0:nv]
+        if mf > 0:
+            set_wrench(nv, d.fext, d.t6[3], fi, fp, fo, fbuf, fcols, fvec, False, Eq)
+        if mc > 0 and not loops:
+            set_wrench(nv, d.fext, d.t6[3], ci, cp, co, cbuf, ccols, lam, False, Eq)
+    if loops:
+        for i in range(nv):
+            for c in range(nv):
+                El[i, c] = 0.0
+        set_wrench(nv, d.fext, d.t6[3], ci, cp, co, cbuf, ccols, lam, False, El)
+        matmul(d.Minv, El, MEl)
+    return loops
+
+
 @kernel
 def contacts_pipeline(m, d, q, vel, tau, fset, fvec, cset, ws, out):
     """The whole contact linearization (algorithms/contact_rows.py module docstring), one compiled
@@ -64,29 +102,7 @@ def contacts_pipeline(m, d, q, vel, tau, fset, fvec, cset, ws, out):
         nv, n, mc, mf, ws)
     Minv, nu = d.Minv, d.nu_dot
     derivatives_at(m, d, vel)                                    # D with the wrenches applied
-    D = d.D
-    for i in range(nv):                                          # G := D (+ E)
-        for c in range(nx):
-            G[i, c] = D[i, c]
-    wa = False                                                   # world-aligned forces turn with the links
-    loops = False                                                # (a loop's reaction turns with both frames)
-    for i in range(fi.shape[0]):
-        wa = wa or fi[i, 2] != 0
-    for i in range(ci.shape[0]):
-        wa = wa or ci[i, 2] != 0 or ci[i, 4] != 0
-        loops = loops or ci[i, 4] != 0
-    if wa:                                                       # E into G's z_q columns
-        Eq = G[:, 0:nv]
-        if mf > 0:
-            set_wrench(nv, d.fext, d.t6[3], fi, fp, fo, fbuf, fcols, fvec, False, Eq)
-        if mc > 0 and not loops:
-            set_wrench(nv, d.fext, d.t6[3], ci, cp, co, cbuf, ccols, lam, False, Eq)
-    if loops:       # the constraints' E apart: a loop's couples its two branches, outside the
-        for i in range(nv):                                      # support of D (assemble's product)
-            for c in range(nv):
-                El[i, c] = 0.0
-        set_wrench(nv, d.fext, d.t6[3], ci, cp, co, cbuf, ccols, lam, False, El)
-        matmul(Minv, El, MEl)
+    loops = with_rotation_terms(d, fset, fvec, cset, lam, G, El, MEl)   # G := D (+ E)
     status = assemble(m, d, vel, G, A, B0, 0.0, A, B0)           # A_low = -Minv (D + E)
     if status != 0:
         return status

@@ -201,6 +201,16 @@ def _cmd_bag(args):
 def _cmd_demo(args):
     from .demo.demo import run_control_demo, run_demo
 
+    if args.control and args.horizon:
+        from .demo.horizon_demo import run_horizon_demo
+
+        return _reporting_errors("demo", lambda: run_horizon_demo(
+            knots=args.horizon, seconds=args.seconds, robot=args.robot, rate=args.rate, plant=args.plant,
+            corrupt_horizon=args.corrupt_horizon, baseline=not args.no_baseline))
+    if args.horizon or args.corrupt_horizon or args.no_baseline:
+        print("sva-linearizer demo: --horizon, --corrupt-horizon and --no-baseline go with --control --horizon N",
+              file=sys.stderr)
+        return 2
     if args.control:
         return _reporting_errors("demo", lambda: run_control_demo(
             seconds=args.seconds, robot=args.robot, rate=args.rate, plant=args.plant,
@@ -238,8 +248,17 @@ def _cmd_sim(args):
     from .demo.sim import run_sim_control, run_sim_publisher
 
     if args.mode == "control":
+        lift = None
+        if args.lift:
+            try:
+                frame, t_off, t_on = args.lift.split(":")
+                lift = (frame, float(t_off), float(t_on))
+            except ValueError:
+                print(f"sva-linearizer sim: --lift FRAME:T_OFF:T_ON, got {args.lift!r}", file=sys.stderr)
+                return 2
         return _reporting_errors("sim", lambda: run_sim_control(robot=args.robot, rate=args.rate, seconds=args.seconds,
-                                                                plant=args.plant, kind=args.transport))
+                                                                plant=args.plant, kind=args.transport,
+                                                                push_force=args.push_force, lift=lift))
     return _reporting_errors("sim", lambda: run_sim_publisher(robot=args.robot, rate=args.rate,
                                                               seconds=args.seconds, mode=args.mode,
                                                               kind=args.transport))
@@ -258,6 +277,7 @@ def _cmd_loopback_env(args) -> int:
 
 def add_subcommands(subparsers):
     from .demo.control import CORRUPTIONS
+    from .demo.mpc import HORIZON_CORRUPTIONS
 
     """Register ``node``, ``demo`` and ``bench-node`` (and the helper ``sim``) on an argparse
     subparsers object; each sets ``func(args) -> int``."""
@@ -307,6 +327,15 @@ def add_subcommands(subparsers):
                    help="--control: the simulated robot's dynamics (default: Pinocchio when installed)")
     d.add_argument("--corrupt-record", choices=CORRUPTIONS, default=None,
                    help="--control: damage every record before the controller uses it (the loop must fail)")
+    d.add_argument("--horizon", type=int, default=0, metavar="N",
+                   help="--control: a model-predictive controller that requests N knots of the node's horizon each "
+                        "period and takes one Riccati step along them (an arm tracks a fast reference, beside "
+                        "the one-step controller on the same task; a quadruped shifts its weight and lifts a foot)")
+    d.add_argument("--corrupt-horizon", choices=HORIZON_CORRUPTIONS, default=None,
+                   help="--control --horizon: damage every answer (or request) before the controller uses it "
+                        "(the loop must fail)")
+    d.add_argument("--no-baseline", action="store_true",
+                   help="--control --horizon, an arm: do not run the one-step controller on the task first")
     d.set_defaults(func=_cmd_demo)
 
     b = subparsers.add_parser("bench-node", help="node output rate and latency over loopback DDS or ROS 2 "
@@ -357,6 +386,12 @@ def add_subcommands(subparsers):
                         "control: integrate the torques commanded on effort_controller/commands")
     s.add_argument("--plant", choices=("pinocchio", "package"), default="pinocchio",
                    help="--mode control: the dynamics integrated")
+    s.add_argument("--push-force", type=float, default=0.5,
+                   help="--mode control, a quadruped: the push on its base 1 s into the loop, times its weight "
+                        "(default 0.5; 0: none)")
+    s.add_argument("--lift", default=None, metavar="FOOT:T_OFF:T_ON",
+                   help="--mode control, a quadruped: FOOT's contact is off from T_OFF to T_ON (s into the loop), "
+                        "on `contacts` too")
     s.add_argument("--transport", choices=("dds", "rclpy"), default="dds")
     s.set_defaults(func=_cmd_sim)
 

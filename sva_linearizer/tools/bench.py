@@ -21,6 +21,9 @@ What is timed (both sides from the same flat vectors q, v, tau), like against li
   dt                ours with dt= (A, B and the discrete Ad, Bd) over ours without, one state
 Second-order rows (run_second_order): extended_inverse_dynamics_second_derivatives against central
 differences of Pinocchio's computeRNEADerivatives, with the kernel's counted flops.
+Impact rows (run_impacts): linearize_impact against impulseDynamics + computeImpulseDynamicsDerivatives
+with the reset map's Jacobian assembled; centroidal rows (run_centroidal): centroidal_derivatives
+against computeCentroidalDynamicsDerivatives.
 """
 from __future__ import annotations
 
@@ -372,6 +375,174 @@ def run_contacts(robots=DEFAULT_CONTACT_ROBOTS, batch=128, repeat=15, number=20,
         "/ mean|Pinocchio| over A, B, forces, dforces_dz, dforces_dtau (and the batch's A, B), every state.")
     return rows
 
+
+
+# ---- impacts and the centroidal momentum ----------------------------------------------------------
+
+DEFAULT_IMPACT_ROBOTS = ("solo12", "anymal_c", "talos")
+IMPACT_E = 0.5                       # the restitution of the impact rows
+
+
+def _pin_impacts(pin, pm, feet, kind, reference, e):
+    """Pinocchio's RigidConstraintModels for the feet and a function (q, v) -> (v+, impulses, the
+    reset map's Jacobian [[1, 0], [ddq_dq, ddq_dv + 1]], [dlambda_dq | dlambda_dv]) on one Data kept
+    for all calls: impulseDynamics + computeImpulseDynamicsDerivatives, then the Jacobian and the
+    impulses' derivatives assembled with numpy, as the contact rows assemble A, B."""
+    ctype = pin.ContactType.CONTACT_3D if kind == "point" else pin.ContactType.CONTACT_6D
+    rf = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED if reference == "world_aligned" else pin.ReferenceFrame.LOCAL
+    cms = pin.StdVec_RigidConstraintModel()
+    for f in feet:
+        fr = pm.frames[pm.getFrameId(f)]
+        cms.append(pin.RigidConstraintModel(ctype, pm, fr.parentJoint, fr.placement, 0, pin.SE3.Identity(), rf))
+    pd = pm.createData()
+    cds = pin.StdVec_RigidConstraintData()
+    for cm in cms:
+        cds.append(cm.createData())
+    pin.initConstraintDynamics(pm, pd, cms, cds)
+    nv = pm.nv
+    eye = np.eye(nv)
+
+    def pin_impact(q, v):
+        pd.dvc_dq[:] = 0.0      # Pinocchio 4.1 subtracts into it (columns off the contacts' paths): a
+        v_plus = pin.impulseDynamics(pm, pd, q, v, cms, cds, e)   # reused Data needs it zeroed
+        pin.computeImpulseDynamicsDerivatives(pm, pd, cms, cds, e)
+        J = np.zeros((2 * nv, 2 * nv))
+        J[:nv, :nv] = eye
+        J[nv:, :nv] = pd.ddq_dq
+        J[nv:, nv:] = pd.ddq_dv + eye
+        return v_plus.copy(), pd.impulse_c.copy(), J, np.hstack([pd.dlambda_dq, pd.dlambda_dv])
+
+    return pin_impact
+
+
+def bench_impact_robot(name, repeat=15, number=20, seed=0, states=32):
+    """One robot's impact figures (dict): ours = State.from_vectors + linearize_impact(data=) ->
+    v+, impulses, the reset map's Jacobian, dimpulses_dz; Pinocchio = _pin_impacts; restitution
+    IMPACT_E, the feet of CONTACT_FEET. e_max over the four, on every state used (those both sides
+    solve)."""
+    import sva_linearizer as sl
+    from sva_linearizer.robots import load_robot, robot_urdf_path
+
+    if name not in CONTACT_FEET:
+        raise ValueError(f"bench --impact-robots: no feet defined for robot '{name}' (known: "
+                         f"{', '.join(CONTACT_FEET)})")
+    feet, kind, reference = CONTACT_FEET[name]
+    model = load_robot(name)
+    pin, pm, _ = _pinocchio(robot_urdf_path(name), model.floating_base, model)
+    contacts = [sl.Contact(f, kind, reference) for f in feet]
+    theirs_fn = _pin_impacts(pin, pm, feet, kind, reference, IMPACT_E)
+    data = sl.Data(model)
+    Q, V, _ = random_states(model, 4 * states, seed)
+    keep, err = [], 0.0
+    for i in range(Q.shape[0]):
+        try:
+            imp = sl.linearize_impact(model, sl.State.from_vectors(model, Q[i], V[i]), contacts, IMPACT_E, data=data)
+            ref = theirs_fn(Q[i], V[i])
+        except (ValueError, RuntimeError):
+            continue
+        mine = (imp.v_plus, imp.impulses, imp.jacobian, imp.dimpulses_dz)
+        if not all(np.all(np.isfinite(x)) for x in ref):
+            continue
+        err = max(err, max(float(np.max(np.abs(x - y)) / max(np.mean(np.abs(y)), 1e-300)) for x, y in zip(mine, ref)))
+        keep.append(i)
+        if len(keep) == states:
+            break
+    if not keep:
+        raise RuntimeError(f"bench --impacts: no state of {name} that both sides solve")
+    q, v = Q[keep[0]], V[keep[0]]
+
+    def ours():
+        imp = sl.linearize_impact(model, sl.State.from_vectors(model, q, v), contacts, IMPACT_E, data=data)
+        return imp.v_plus, imp.impulses, imp.jacobian, imp.dimpulses_dz
+
+    def theirs():
+        return theirs_fn(q, v)
+
+    t_ours, t_pin, ratio = _medians_and_ratio(*_timings_us([ours, theirs], repeat, number))
+    return {"robot": name, "nv": model.nv, "contacts": f"{len(feet)} x {kind} ({reference})",
+            "m": sum(c.dim for c in contacts), "e_max_vs_pinocchio": err, "states": len(keep),
+            "ours_us": t_ours, "pin_us": t_pin, "ratio": ratio}
+
+
+def run_impacts(robots=DEFAULT_IMPACT_ROBOTS, repeat=15, number=20, out=print):
+    """The impact rows (bench_impact_robot per robot), printed as a table of their own."""
+    _require_pinocchio()
+    out(f"impacts (restitution {IMPACT_E}): linearize_impact vs Pinocchio impulseDynamics + "
+        "computeImpulseDynamicsDerivatives + the reset map's Jacobian")
+    hdr = (f"{'robot':<10} {'nv':>3} {'contacts':<24} {'m':>3} | {'ours':>9} {'pin':>9} {'ratio':>6} | e_max")
+    out(hdr)
+    out("-" * len(hdr))
+    rows = []
+    for name in robots:
+        r = bench_impact_robot(name, repeat=repeat, number=number)
+        rows.append(r)
+        out(f"{name:<10} {r['nv']:>3} {r['contacts']:<24} {r['m']:>3} | {r['ours_us']:>6.1f} us "
+            f"{r['pin_us']:>6.1f} us {r['ratio']:>5.2f}x | {r['e_max_vs_pinocchio']:.1e}")
+    out("ours = State.from_vectors + linearize_impact(data=Data) -> v+, impulses, the reset map's Jacobian "
+        "on z (2nv x 2nv), dimpulses_dz; Pinocchio = impulseDynamics + computeImpulseDynamicsDerivatives "
+        "+ [[1, 0], [ddq_dq, ddq_dv + 1]] and [dlambda_dq | dlambda_dv] assembled (numpy), one Data reused. "
+        "e_max = max|ours - Pinocchio| / mean|Pinocchio| over the four, on up to 32 states.")
+    return rows
+
+
+DEFAULT_CENTROIDAL_ROBOTS = ("solo12", "anymal_c", "talos", "g1_29dof")
+
+
+def bench_centroidal_robot(name, repeat=15, number=20, seed=0, states=32):
+    """One robot's centroidal figures (dict): ours = State.from_vectors + centroidal_derivatives(data=)
+    -> h, h_dot, A_G, com, mass, dh_dz, dhdot_dz; Pinocchio = computeCentroidalDynamicsDerivatives
+    (its four matrices) and its hg, dhg read. e_max over h, h_dot and the derivatives (Pinocchio's
+    columns in our joint order), on every state."""
+    import sva_linearizer as sl
+    from sva_linearizer.robots import load_robot, robot_urdf_path
+
+    model = load_robot(name)
+    pin, pm, pd = _pinocchio(robot_urdf_path(name), model.floating_base, model)
+    data = sl.Data(model)
+    Q, V, _ = random_states(model, states, seed)
+    A = np.random.default_rng(seed + 1).normal(size=(states, model.nv))
+    err = 0.0
+    for i in range(states):
+        c = sl.centroidal_derivatives(model, sl.State.from_vectors(model, Q[i], V[i]), A[i], data=data)
+        dh_dq, dhd_dq, dhd_dv, dhd_da = pin.computeCentroidalDynamicsDerivatives(pm, pd, Q[i], V[i], A[i])
+        ref = (pd.hg.vector, pd.dhg.vector, np.hstack([dh_dq, dhd_da]), np.hstack([dhd_dq, dhd_dv]))
+        mine = (c.h, c.h_dot, c.dh_dz, c.dhdot_dz)
+        err = max(err, max(float(np.max(np.abs(x - y)) / max(np.mean(np.abs(y)), 1e-300)) for x, y in zip(mine, ref)))
+    q, v, a = Q[0], V[0], A[0]
+
+    def ours():
+        c = sl.centroidal_derivatives(model, sl.State.from_vectors(model, q, v), a, data=data)
+        return c.h, c.h_dot, c.dh_dz, c.dhdot_dz
+
+    def theirs():
+        d = pin.computeCentroidalDynamicsDerivatives(pm, pd, q, v, a)
+        return pd.hg.vector, pd.dhg.vector, d
+
+    t_ours, t_pin, ratio = _medians_and_ratio(*_timings_us([ours, theirs], repeat, number))
+    return {"robot": name, "nv": model.nv, "e_max_vs_pinocchio": err, "states": states,
+            "ours_us": t_ours, "pin_us": t_pin, "ratio": ratio}
+
+
+def run_centroidal(robots=DEFAULT_CENTROIDAL_ROBOTS, repeat=15, number=20, out=print):
+    """The centroidal rows (bench_centroidal_robot per robot), printed as a table of their own."""
+    _require_pinocchio()
+    out("centroidal momentum with derivatives: centroidal_derivatives vs Pinocchio "
+        "computeCentroidalDynamicsDerivatives")
+    hdr = f"{'robot':<10} {'nv':>3} | {'ours':>9} {'pin':>9} {'ratio':>6} | e_max"
+    out(hdr)
+    out("-" * len(hdr))
+    rows = []
+    for name in robots:
+        r = bench_centroidal_robot(name, repeat=repeat, number=number)
+        rows.append(r)
+        out(f"{name:<10} {r['nv']:>3} | {r['ours_us']:>6.1f} us {r['pin_us']:>6.1f} us {r['ratio']:>5.2f}x | "
+            f"{r['e_max_vs_pinocchio']:.1e}")
+    out("ours = State.from_vectors + centroidal_derivatives(data=Data) -> h_G, h_G_dot, A_G, dh_dz, dhdot_dz; "
+        "Pinocchio = computeCentroidalDynamicsDerivatives (dh_dq, dhdot_dq, dhdot_dv, dhdot_da) and its hg, "
+        "dhg read, one Data reused (the same q, v and nu_dot = a: Pinocchio's joint order is ours for "
+        "these robots). e_max = max|ours - Pinocchio| / mean|Pinocchio| over h, h_dot, [dh_dq | A_G], "
+        "[dhdot_dq | dhdot_dv], on 32 states.")
+    return rows
 
 # ---- a horizon: linearize_batch per state against Pinocchio's bare loop ---------------------------
 
@@ -766,6 +937,18 @@ def add_subcommand(sub):
     bp.add_argument("--horizon-contact-robots", default=",".join(HORIZON_FEET),
                     help="robots of the horizon rows with contacts (default: %(default)s)")
     bp.add_argument("--only-horizon", action="store_true", help="the horizon rows alone")
+    bp.add_argument("--impacts", action=argparse.BooleanOptionalAction, default=True,
+                    help="also the impact rows (linearize_impact vs Pinocchio's impulseDynamics + "
+                         "derivatives; default: on)")
+    bp.add_argument("--impact-robots", default=",".join(DEFAULT_IMPACT_ROBOTS),
+                    help=f"robots of the impact rows (default: %(default)s; known: {', '.join(CONTACT_FEET)})")
+    bp.add_argument("--only-impacts", action="store_true", help="the impact rows alone")
+    bp.add_argument("--centroidal", action=argparse.BooleanOptionalAction, default=True,
+                    help="also the centroidal rows (centroidal_derivatives vs Pinocchio's "
+                         "computeCentroidalDynamicsDerivatives; default: on)")
+    bp.add_argument("--centroidal-robots", default=",".join(DEFAULT_CENTROIDAL_ROBOTS),
+                    help="robots of the centroidal rows (default: %(default)s)")
+    bp.add_argument("--only-centroidal", action="store_true", help="the centroidal rows alone")
     bp.add_argument("--json", help="also write the figures to this JSON file")
     bp.set_defaults(func=cmd_bench)
 
@@ -781,20 +964,27 @@ def cmd_bench(args):
         raise ValueError("--batch must be >= 1")
     if args.horizon < 0:
         raise ValueError("--horizon must be >= 0")
-    only = [flag for flag in ("only_contacts", "only_second_order", "only_horizon") if getattr(args, flag)]
+    only = [flag for flag in ("only_contacts", "only_second_order", "only_horizon", "only_impacts",
+                              "only_centroidal") if getattr(args, flag)]
     if len(only) > 1:
-        raise ValueError("bench: give at most one of --only-contacts, --only-second-order, --only-horizon")
+        raise ValueError("bench: give at most one of --only-contacts, --only-second-order, --only-horizon, "
+                         "--only-impacts, --only-centroidal")
     sections = {"main": not only, "contacts": args.contacts and not only,
-                "second_order": args.second_order and not only, "horizon": args.horizon > 0 and not only}
+                "second_order": args.second_order and not only, "horizon": args.horizon > 0 and not only,
+                "impacts": args.impacts and not only, "centroidal": args.centroidal and not only}
     if only:
         sections[only[0][len("only_"):]] = True
     lists = {"main": ("--robots", _names(args.robots)), "contacts": ("--contact-robots", _names(args.contact_robots)),
              "second_order": ("--second-order-robots", _names(args.second_order_robots)),
-             "horizon": ("--horizon-robots", _names(args.horizon_robots))}
+             "horizon": ("--horizon-robots", _names(args.horizon_robots)),
+             "impacts": ("--impact-robots", _names(args.impact_robots)),
+             "centroidal": ("--centroidal-robots", _names(args.centroidal_robots))}
     for section, (flag, names) in lists.items():     # every name checked before anything runs
         unknown = [n for n in names if n not in KNOWN_ROBOTS] if sections[section] else []
         if unknown:
             raise ValueError(f"bench {flag}: unknown robot {unknown[0]!r}; known robots: {', '.join(KNOWN_ROBOTS)}")
+    if sections["impacts"] and any(n not in CONTACT_FEET for n in lists["impacts"][1]):
+        raise ValueError(f"bench --impact-robots: feet are known for {', '.join(CONTACT_FEET)} only")
     hc = _names(args.horizon_contact_robots) if sections["horizon"] else []
     if any(n not in HORIZON_FEET for n in hc):
         raise ValueError(f"bench --horizon-contact-robots: feet are known for {', '.join(HORIZON_FEET)} only")
@@ -816,6 +1006,14 @@ def cmd_bench(args):
             print()
         rows += [dict(r, section="second_order") for r in run_second_order(lists["second_order"][1],
                                                                            repeat=args.repeat)]
+    if sections["impacts"]:
+        if rows:
+            print()
+        rows += [dict(r, section="impacts") for r in run_impacts(lists["impacts"][1], repeat=args.repeat)]
+    if sections["centroidal"]:
+        if rows:
+            print()
+        rows += [dict(r, section="centroidal") for r in run_centroidal(lists["centroidal"][1], repeat=args.repeat)]
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(rows, fh, indent=2)

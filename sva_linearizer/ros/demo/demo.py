@@ -185,8 +185,20 @@ COST = {"q": 1.0e3, "v": 1.0, "tau": 1.0e-3}
 BOUNDS = {"base_offset_m": 0.001, "base_tilt_rad": 0.005, "push_peak_m": 0.02}
 
 
-def arm_bound(rate: float) -> float:
-    return ARM_SWING * 2 * np.pi * ARM_HZ / rate / 2
+def arm_bound(rate: float, swing: float = ARM_SWING, hz: float = ARM_HZ) -> float:
+    return swing * 2 * np.pi * hz / rate / 2
+
+
+def control_node_args(robot: str, feet, dt: float) -> list:
+    """The node's arguments in the closed-loop demos: DDS, dt = the loop's period, a quadruped's
+    feet as world-aligned point contacts with the plant's Baumgarte gains."""
+    from .sim import BAUMGARTE
+
+    args = ["--robot", robot, "--transport", "dds", "--param", "warn_period=1.0", "--param", f"dt={dt}"]
+    if feet:
+        args += ["--param", f"contact_frames=[{', '.join(feet)}]", "--param", "contact_references=world_aligned",
+                 "--param", f"contact_baumgarte_kp={BAUMGARTE[0]}", "--param", f"contact_baumgarte_kd={BAUMGARTE[1]}"]
+    return args
 
 
 def run_control_demo(seconds=5.0, robot=None, rate=100.0, plant=None, corrupt_record=None, out=None,
@@ -219,14 +231,8 @@ def run_control_demo(seconds=5.0, robot=None, rate=100.0, plant=None, corrupt_re
             else f"tracking each joint's {ARM_SWING:g} rad {ARM_HZ:g} Hz swing")
     print(f"demo --control: robot '{robot}', {task}; plant: {plant}; loop at {rate:g} Hz (node dt = {dt:g} s)"
           + (f"; records corrupted: {corrupt_record}" if corrupt_record else ""), file=out, flush=True)
-    node_args = ["--robot", robot, "--transport", "dds", "--param", "warn_period=1.0", "--param", f"dt={dt}"]
-    if feet:
-        from .sim import BAUMGARTE
-
-        node_args += ["--param", f"contact_frames=[{', '.join(feet)}]", "--param", "contact_references=world_aligned",
-                      "--param", f"contact_baumgarte_kp={BAUMGARTE[0]}",
-                      "--param", f"contact_baumgarte_kd={BAUMGARTE[1]}"]
-    node = start_process([sys.executable, "-m", "sva_linearizer.ros", "node", *node_args], env, "  [node] ")
+    node = start_process([sys.executable, "-m", "sva_linearizer.ros", "node", *control_node_args(robot, feet, dt)],
+                         env, "  [node] ")
     transport = DdsTransport("sva_linearizer_controller", domain_id=domain, config=loopback_config())
     pub = transport.create_publisher(TOPIC_COMMANDS, "std_msgs/msg/Float64MultiArray", QOS_OUTPUT)
     nv = model.nv

@@ -94,24 +94,49 @@ class Plant:
             bp = cm.m_baumgarte_parameters            # a reference into cm
             bp.Kp, bp.Kd = kp, kd
             self.contacts.append(cm)
-        self.contact_datas = pin.StdVec_RigidConstraintData()
-        for cm in self.contacts:
-            self.contact_datas.append(cm.createData())
-        pin.initConstraintDynamics(self.pm, self.pd, self.contacts, self.contact_datas)
+        self.all_contacts = list(self.contacts)
+        self._sets = {}
+        self.set_active([True] * len(frames))
+
+    def set_active(self, flags) -> None:
+        """Which of the point contacts hold from now on (one bool per frame of add_point_contacts);
+        an inactive one exerts no force and keeps its anchor for when it is active again."""
+        key = tuple(bool(f) for f in flags)
+        if len(key) != len(self.all_contacts):
+            raise ValueError(f"set_active: {len(key)} flags for {len(self.all_contacts)} contacts")
+        if key not in self._sets:
+            models, datas = pin.StdVec_RigidConstraintModel(), pin.StdVec_RigidConstraintData()
+            for cm, on in zip(self.all_contacts, key):
+                if on:
+                    models.append(cm)
+                    datas.append(cm.createData())
+            self._sets[key] = (models, datas)
+        self.contacts, self.contact_datas = self._sets[key]
+        self.active = key
+        if len(self.contacts):
+            pin.initConstraintDynamics(self.pm, self.pd, self.contacts, self.contact_datas)
 
     def contact_forces(self) -> np.ndarray:
-        """The contact forces of the last step (on the robot, world axes), one row per contact."""
+        """The contact forces of the last step (on the robot, world axes), one row per active contact."""
+        if not len(self.contacts):
+            return np.zeros((0, 3))
         return np.array(self.pd.lambda_c).reshape(-1, 3)
 
-    def contact_drift(self, q: np.ndarray) -> float:
-        """The largest distance of a foot from its anchor (m) in configuration q."""
+    def contact_offsets(self, q: np.ndarray) -> np.ndarray:
+        """Each foot's point minus its anchor (world, m) in configuration q, active or not (rows
+        in the order of add_point_contacts)."""
         qp, _ = self.to_pin(q, np.zeros(len(self.iv)))
         pin.framesForwardKinematics(self.pm, self.pd, qp)
-        worst = 0.0
-        for cm in self.contacts:
+        out = []
+        for cm in self.all_contacts:
             oMc = self.pd.oMi[cm.joint1_id] * cm.joint1_placement
-            worst = max(worst, float(np.linalg.norm(oMc.translation - cm.joint2_placement.translation)))
-        return worst
+            out.append(oMc.translation - cm.joint2_placement.translation)
+        return np.array(out)
+
+    def contact_drift(self, q: np.ndarray) -> float:
+        """The largest distance of an active foot from its anchor (m) in configuration q."""
+        off = self.contact_offsets(q)[list(self.active)]
+        return float(np.max(np.linalg.norm(off, axis=1))) if len(off) else 0.0
 
     # ---- time stepping ----
     def step(self, q: np.ndarray, v: np.ndarray, tau: np.ndarray, dt: float, substeps: int = 10,
@@ -125,7 +150,7 @@ class Plant:
             tp[:6] = base_wrench                       # the free-flyer's generalized force
         h = dt / substeps
         for _ in range(substeps):
-            if self.contacts is None:
+            if self.contacts is None or not len(self.contacts):
                 a = pin.aba(self.pm, self.pd, qp, vp, tp)
             else:
                 a = pin.constraintDynamics(self.pm, self.pd, qp, vp, tp, self.contacts, self.contact_datas)
@@ -163,6 +188,26 @@ class PackagePlant:
         st = sl.State.from_vectors(self.model, q, np.zeros(self.model.nv))
         self.contacts = [sl.Contact(f, kind="point", reference="world_aligned", baumgarte=(kp, kd),
                                     anchor=sl.frame_placement(self.model, st, f)[1]) for f in frames]
+        self.all_contacts = list(self.contacts)
+        self.active = (True,) * len(frames)
+
+    def set_active(self, flags) -> None:
+        """As Plant.set_active."""
+        key = tuple(bool(f) for f in flags)
+        if len(key) != len(self.all_contacts):
+            raise ValueError(f"set_active: {len(key)} flags for {len(self.all_contacts)} contacts")
+        self.contacts = [c for c, on in zip(self.all_contacts, key) if on]
+        self.active = key
+
+    def contact_forces(self) -> np.ndarray:
+        """As Plant.contact_forces (the last substep's)."""
+        return getattr(self, "last_forces", np.zeros((0, 3)))
+
+    def contact_offsets(self, q: np.ndarray) -> np.ndarray:
+        """As Plant.contact_offsets."""
+        st = sl.State.from_vectors(self.model, q, np.zeros(self.model.nv))
+        return np.array([sl.frame_placement(self.model, st, c.frame)[1] - c.anchor[1]
+                         for c in self.all_contacts])
 
     def step(self, q: np.ndarray, v: np.ndarray, tau: np.ndarray, dt: float, substeps: int = 10,
              base_wrench: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -170,6 +215,7 @@ class PackagePlant:
         h = dt / substeps
         forces = [(self.push, base_wrench)] if base_wrench is not None and self.push is not None else None
         for _ in range(substeps):
-            a = sl.forward_dynamics(self.model, st, tau, contacts=self.contacts, forces=forces)
+            a = sl.forward_dynamics(self.model, st, tau, contacts=self.contacts or None, forces=forces)
+            self.last_forces = np.asarray(a[1]).reshape(-1, 3) if self.contacts else np.zeros((0, 3))
             st = sl.next_state(self.model, st, a[0] if self.contacts else a, h)
         return st.q.copy(), st.v.copy()

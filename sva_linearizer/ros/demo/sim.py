@@ -255,7 +255,7 @@ def make_plant(kind: str, robot: str, model, q0, feet):
 
 def run_sim_control(robot="quadruped", rate=100.0, seconds=10.0, plant="pinocchio", push_at=1.0,
                     push_force=0.5, push_seconds=0.1, transport=None, kind="dds", out=sys.stdout,
-                    command_timeout_s=2.0, startup_timeout_s=60.0) -> int:
+                    command_timeout_s=2.0, startup_timeout_s=60.0, lift=None) -> int:
     """The robot in a lockstep loop with a controller elsewhere, as a ros2_control loop with a
     synchronous controller runs it: each period k it publishes its state (odom, the contact set,
     then joint_states with ``effort`` = the torques of the period before), stamped with its own
@@ -266,8 +266,14 @@ def run_sim_control(robot="quadruped", rate=100.0, seconds=10.0, plant="pinocchi
     state is published again every :data:`RESEND_S`, as a sample sent before both ends of a
     best-effort topic have matched each other is lost. A quadruped stands on its feet (rigid point
     contacts with a Baumgarte corrector) and is pushed ``push_at`` s into the loop by a horizontal
-    force of ``push_force`` times its weight on the base for ``push_seconds``. Prints the loop's
-    round trip (state out -> command in)."""
+    force of ``push_force`` times its weight on the base for ``push_seconds`` (0: no push).
+    lift = (foot, t_off, t_on): that foot's contact is off during the periods from t_off to t_on
+    (s into the loop; tasks.lift_schedule's rule): the plant holds the robot on the other feet,
+    the contact set published on ``contacts`` says so (the node's records follow it), and the foot's
+    contact holds again, at the point where it stood, from t_on; prints how high the foot went, how
+    far from where it stood it was at touchdown and at the end, and the smallest normal force on a
+    foot in contact while it was up and over the last 0.1 s. Prints the loop's round trip (state
+    out -> command in)."""
     from sva_linearizer.robots import load_robot
 
     from ..node.node import QOS_STATE_PUB
@@ -279,6 +285,18 @@ def run_sim_control(robot="quadruped", rate=100.0, seconds=10.0, plant="pinocchi
         raise ValueError(f"sim --mode control: no feet known for '{robot}' (known: {', '.join(STANDING_FEET)})")
     q, v, tau = initial_state(model, feet)
     sim = make_plant(plant, robot, model, q, feet)
+    schedule, lifted = None, None
+    if lift is not None:
+        from .tasks import lift_schedule
+
+        if not feet or lift[0] not in feet:
+            raise ValueError(f"sim --lift: '{lift[0]}' is not one of the robot's feet ({', '.join(feet or [])})")
+        schedule = lift_schedule(feet, lift[0], (lift[1], lift[2]), 1.0 / rate)
+        from collections import deque
+
+        lifted = {"i": feet.index(lift[0]), "high": 0.0, "touchdown": None, "fz_up": np.inf,
+                  "recent": deque(maxlen=max(1, int(round(0.1 * rate))))}
+    flags = [True] * len(feet) if feet else None
     own = transport is None
     if own:
         signal.signal(signal.SIGTERM, _raise_interrupt)
@@ -308,16 +326,25 @@ def run_sim_control(robot="quadruped", rate=100.0, seconds=10.0, plant="pinocchi
 
     def publish_state(stamp):
         if feet:
-            pub_contacts.publish(contacts_msg(T, stamp, feet))
+            pub_contacts.publish(contacts_msg(T, stamp, feet, None if schedule is None else
+                                              [1.0 if f else 0.0 for f in flags]))
             pub_odom.publish(odometry_msg(T, stamp, q[0:3], q[3:7], v[0:6], child_frame_id=model.base_name))
             pub_js.publish(joint_state_msg(T, stamp, names, q[7:], v[6:], tau))
         else:
             pub_js.publish(joint_state_msg(T, stamp, names, q, v, tau))
 
     start = time.monotonic()
+    code = 0
     try:
         while steps is None or k < steps:
             stamp = t0_ns + int(round(k * period * 1e9))
+            if schedule is not None:
+                new_flags = list(schedule(k * period))
+                if new_flags != flags:
+                    if new_flags[lifted["i"]] and lifted["touchdown"] is None:
+                        lifted["touchdown"] = float(np.linalg.norm(sim.contact_offsets(q)[lifted["i"]]))
+                    flags = new_flags
+                    sim.set_active(flags)
             before, sent_at = latest["n"], time.monotonic()
             publish_state(stamp)
             if k == 0:
@@ -333,7 +360,7 @@ def run_sim_control(robot="quadruped", rate=100.0, seconds=10.0, plant="pinocchi
                 tau = latest["tau"]
             wrench = None
             t = k * period
-            if feet and push_at <= t < push_at + push_seconds:
+            if feet and push_force and push_at <= t < push_at + push_seconds:
                 if not pushed:
                     print(f"sim: push: {push_force * weight:.1f} N along the world y axis on the base for "
                           f"{push_seconds:g} s at t = {t:.2f} s", file=out, flush=True)
@@ -342,6 +369,13 @@ def run_sim_control(robot="quadruped", rate=100.0, seconds=10.0, plant="pinocchi
                 wrench = np.r_[R.T @ np.array([0.0, push_force * weight, 0.0]), np.zeros(3)]
             q, v = sim.step(q, v, tau, period, 10, base_wrench=wrench)
             k += 1
+            if not (np.all(np.isfinite(q)) and np.all(np.isfinite(v))):
+                print(f"sim: the robot's state is no longer finite after {k * period:.2f} s: stopping", file=out,
+                      flush=True)
+                code = 1
+                break
+            if lifted is not None:
+                _lift_stats(lifted, sim, q, flags)
             while (left := start + k * period - time.monotonic()) > 0:
                 transport.spin_once(min(left, 0.005))
     except KeyboardInterrupt:
@@ -352,9 +386,30 @@ def run_sim_control(robot="quadruped", rate=100.0, seconds=10.0, plant="pinocchi
               f"{latest['n']} torque commands, {late} periods without one, {latest['bad']} refused; round trip "
               f"state -> command p50 {np.percentile(rt, 50):.2f} ms, p99 {np.percentile(rt, 99):.2f} ms",
               file=out, flush=True)
+        if lifted is not None:
+            end = float(np.linalg.norm(sim.contact_offsets(q)[lifted["i"]]))
+            td, recent = lifted["touchdown"], min(lifted["recent"], default=np.nan)
+            print(f"sim: {lift[0]} off the ground from {lift[1]:.2f} s to {lift[2]:.2f} s: highest "
+                  f"{lifted['high'] * 1e3:.1f} mm above where it stood, "
+                  + (f"{td * 1e3:.2f} mm from it at touchdown" if td is not None else "not put down")
+                  + f", {end * 1e3:.2f} mm at the end; smallest normal force on a foot in contact while it was up "
+                  f"{lifted['fz_up']:.2f} N, on any foot over the last 0.1 s {recent:.2f} N",
+                  file=out, flush=True)
         if own:
             transport.close()
-    return 0
+    return code
+
+
+def _lift_stats(lifted, sim, q, flags) -> None:
+    """After a period of sim --lift: the lifted foot's height, the normal forces on the feet in
+    contact (world z: the contacts are world-aligned) while it is up and over the last 0.1 s."""
+    i = lifted["i"]
+    fz = sim.contact_forces()[:, 2] if len(sim.contacts) else np.zeros(0)
+    low = float(fz.min()) if fz.size else -np.inf
+    if not flags[i]:
+        lifted["high"] = max(lifted["high"], float(sim.contact_offsets(q)[i, 2]))
+        lifted["fz_up"] = min(lifted["fz_up"], low)
+    lifted["recent"].append(low if all(flags) else -np.inf)
 
 
 RESEND_S = 0.1  # the first state's resend period while the loop opens
