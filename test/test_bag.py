@@ -10,6 +10,7 @@ the bag tool reads. Then: the output is the same in this process, in chunks, in 
 and on a Dask LocalCluster with 2 worker processes (a failed chunk retried); bad input gives one
 line and exit code 2, and no output.
 """
+import json
 import os
 import shutil
 import subprocess
@@ -578,3 +579,30 @@ def test_a_pairing_state_that_crosses_chunks_gives_the_same_output(recording, tm
     two = linearize_bag(path, str(tmp_path / "b" / "out"), params, workers=2, chunk_states=50)
     _same_output(str(tmp_path / "a" / "out"), str(tmp_path / "b" / "out"))
     assert one.dropped == two.dropped and one.dropped["rate_limited"] > 100
+
+
+def test_records_encoded_together_equal_records_encoded_one_by_one():
+    """encode_records (the bag's groups) against encode_record (the node's one record), and
+    against the record's definition read back by decode_record."""
+    from sva_linearizer.ros.node.record import encode_record, encode_records
+
+    rng = np.random.default_rng(12)
+    K = 5
+    parts = {"q": rng.normal(size=(K, 19)), "v": rng.normal(size=(K, 18)), "tau": rng.normal(size=(K, 12)),
+             "active": np.ones((K, 4), dtype=bool), "input_forces": np.zeros((K, 0)),
+             "A": rng.normal(size=(K, 36, 36)), "B": rng.normal(size=(K, 36, 12)), "forces": rng.normal(size=(K, 12)),
+             "odom_stamp": rng.normal(size=(K, 2))}
+    stamps = [int(x) for x in rng.integers(0, 2 ** 62, K)]
+    together = encode_records(7, np.arange(1, K + 1), stamps, 18, 12, 12, 12, 0.0, parts)
+    for k in range(K):
+        alone = encode_record(7, k + 1, stamps[k], 18, 12, 12, 12, 0.0, {n: x[k] for n, x in parts.items()})
+        assert np.array_equal(together[k], alone)
+    desc = RecordDescription.from_json(json.dumps({
+        "format": 2, "id": 7, "joint_names": [f"j{i}" for i in range(12)], "floating_base": True, "base_frame": "b",
+        "nq": 19, "nv": 18, "nj": 12, "z": [], "contacts": [{"frame": f"f{i}", "dim": 3} for i in range(4)],
+        "dt": 0.0}))
+    rec = decode_record(together[3], desc)
+    assert rec.seq == 4 and rec.stamp_ns == stamps[3] and rec.input_forces is None and rec.Ad is None
+    for name in ("q", "v", "tau", "A", "B", "forces", "odom_stamp"):
+        assert np.array_equal(getattr(rec, name), parts[name][3]), name
+    assert np.array_equal(rec.active, np.ones(4))
