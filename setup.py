@@ -31,9 +31,13 @@ setup(
         "dds": ["cyclonedds>=0.10.2"],                # ROS 2 wire protocol without a ROS 2 install
         "plot": ["matplotlib>=3.5"],                  # `sva-linearizer plot`
         "robots": ["example-robot-data>=4.1"],        # robots by name (--robot solo12, ur5, ...)
+        "bag": ["rosbags>=0.11"],                     # `sva-linearizer bag`: reads and writes rosbag2 (MCAP, sqlite3)
+        # `sva-linearizer bag --dask ADDRESS`: the chunks on a Dask distributed cluster
+        "dask": ["rosbags>=0.11", "dask[distributed]>=2023.1"],
         # pytest < 9.1: pytest 9.1 refuses the pytest plugin of launch_testing up to Jazzy's 3.4.11,
         # Kilted's 3.8.8 and every Humble release (docs/ros.md, "The launch file and the parameters")
-        "test": ["pytest>=7,<9.1", "pin>=3.0", "example-robot-data>=4.1", "rosbags>=0.9.15", "matplotlib>=3.5"],
+        "test": ["pytest>=7,<9.1", "pin>=3.0", "example-robot-data>=4.1", "rosbags>=0.9.15", "matplotlib>=3.5",
+                 "dask[distributed]>=2023.1"],
         # tests only: ROS 2 community wheels (Python 3.11) as a real ROS 2 peer, and colcon; CI pins
         # Kilted's (requirements-ci.txt) and Jazzy's (requirements-ci-jazzy.txt); on a robot, rclpy
         # comes from the ROS 2 distribution instead

@@ -347,6 +347,9 @@ def build_parser():
     from .tools.profile import add_subcommand as add_profile
 
     add_profile(sub)
+    from .tools.bench_bag import add_subcommand as add_bench_bag
+
+    add_bench_bag(sub)
     try:
         from .ros.cli import add_subcommands
     except ImportError:  # pragma: no cover - the ROS part is optional at import time

@@ -28,7 +28,7 @@ FORBIDDEN = {
 
 # the parts of ros/, bottom up: each imports only itself and the parts before it (ros/cli.py, on top,
 # imports any; a part never imports ros/__init__.py, the public names' face)
-ROS_PARTS = ("wire", "node", "transports", "client", "demo")
+ROS_PARTS = ("wire", "node", "bag", "transports", "client", "demo")
 
 
 def _modules():

@@ -14,8 +14,9 @@ import sys
 from .node.parameters import DEFAULT_PARAMETERS, NODE_NAME, PARAMETER_TYPES
 
 
-def _add_node_arguments(p):
-    src = p.add_argument_group("robot model (default: the robot_description topic)")
+def _add_parameter_arguments(p, model_default="the robot_description topic", transport=True):
+    """The options that set the node's parameters (shared by ``node`` and ``bag``)."""
+    src = p.add_argument_group(f"robot model (default: {model_default})")
     src.add_argument("--urdf", metavar="PATH", help="URDF file (sets the urdf_path parameter)")
     src.add_argument("--robot", metavar="NAME", help="a known robot, e.g. solo12, anymal_c, ur5, panda, "
                                                      "quadruped (sets the robot parameter)")
@@ -25,11 +26,16 @@ def _add_node_arguments(p):
                       help="SE(3) base, pose and twist from odom (default for legged robots)")
     base.add_argument("--fixed-base", dest="floating_base", action="store_const", const=False,
                       help="fixed base (default for arms)")
-    p.add_argument("--transport", choices=("auto", "rclpy", "dds"), default="auto",
-                   help="rclpy when ROS 2 is importable, else DDS via cyclonedds (default: auto)")
+    if transport:
+        p.add_argument("--transport", choices=("auto", "rclpy", "dds"), default="auto",
+                       help="rclpy when ROS 2 is importable, else DDS via cyclonedds (default: auto)")
     p.add_argument("--param", "-P", action="append", default=[], metavar="NAME=VALUE",
                    help="set a node parameter (repeatable), e.g. --param max_rate=200.0; "
                         f"parameters: {', '.join(DEFAULT_PARAMETERS)}")
+
+
+def _add_node_arguments(p):
+    _add_parameter_arguments(p)
     p.add_argument("--domain-id", type=int, default=None,
                    help="DDS transport: domain id (default: ROS_DOMAIN_ID, else 0)")
     p.add_argument("--namespace", default="", help="node namespace (relative topics are resolved in it)")
@@ -167,6 +173,31 @@ def _reporting_errors(name, fn):
         return 2
 
 
+def _cmd_bag(args):
+    """``sva-linearizer bag``: exit 0, or 2 with one line naming the problem."""
+    from .bag.progress import Progress
+    from .bag.recording import BagError
+    from .bag.run import CHUNK_STATES, linearize_bag
+
+    try:
+        params, _ = _collect_parameters(args, list(getattr(args, "ros_args", ())))
+        if args.dask and args.workers is not None:
+            raise BagError("--workers and --dask: choose one (a Dask cluster has its own workers)")
+        summary = linearize_bag(args.input, args.out, params, namespace=args.namespace or "",
+                                workers=args.workers or 1, dask=args.dask, storage=args.storage,
+                                chunk_states=args.chunk_states or CHUNK_STATES,
+                                progress=None if args.quiet else Progress(0))
+    except (BagError, ValueError) as e:
+        print(f"sva-linearizer bag: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("sva-linearizer bag: interrupted (no output written)", file=sys.stderr)
+        return 130
+    if not args.quiet:
+        print("\n".join(summary.lines()))
+    return 0
+
+
 def _cmd_demo(args):
     from .demo.demo import run_control_demo, run_demo
 
@@ -256,6 +287,29 @@ def add_subcommands(subparsers):
                                           "linearization/description), the point and A, B.")
     _add_node_arguments(p)
     p.set_defaults(func=_cmd_node)
+
+    g = subparsers.add_parser(
+        "bag", help="linearize a rosbag2 recording (joint states, odometry, contacts) as the node would, into a "
+                    "rosbag2 of its records",
+        description="Read a rosbag2 recording (a folder, or one .mcap or .db3 file), pair its joint states with "
+                    "their odometry and contact sets by stamp as the node does, and write the node's records "
+                    "(linearization/record, linearization/description) into a new rosbag2: the node's parameters, "
+                    "its drop reasons, its records bit for bit. In this process, in --workers processes, or on a "
+                    "Dask cluster (--dask): the same output.")
+    g.add_argument("input", metavar="INPUT", help="the recording: a rosbag2 folder, or a .mcap or .db3 file")
+    g.add_argument("--out", "-o", required=True, metavar="OUTPUT", help="the rosbag2 folder to write (must not exist)")
+    _add_parameter_arguments(g, model_default="the recording's robot_description topic", transport=False)
+    g.add_argument("--namespace", default="", help="the node's namespace: relative topic names resolve in it")
+    g.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="run the chunks of the recording in N processes of this machine (default 1: this process)")
+    g.add_argument("--dask", metavar="ADDRESS", default=None,
+                   help="run the chunks on a Dask distributed cluster, e.g. tcp://scheduler:8786 (pip install "
+                        "'sva_linearizer[dask]'); the workers read INPUT at the same path")
+    g.add_argument("--storage", choices=("mcap", "sqlite3"), default="mcap", help="the output's storage (default mcap)")
+    g.add_argument("--chunk-states", type=int, default=None, metavar="N",
+                   help="joint states per chunk (default 2000; the output does not depend on it)")
+    g.add_argument("--quiet", "-q", action="store_true", help="no progress bar and no summary (errors only)")
+    g.set_defaults(func=_cmd_bag)
 
     d = subparsers.add_parser("demo", help="simulated quadruped standing on four point contacts + node + "
                                            "live echo of A, B and the contact forces over loopback DDS, "

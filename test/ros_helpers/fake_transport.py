@@ -94,6 +94,19 @@ class FakeTransport:
             t.callback()
         self.steady = end
 
+    def run_timers_before(self, ns):
+        """Run each steady timer due before steady time ``ns`` (exact nanoseconds), then set the clock to ``ns``
+        (a timer due at ``ns`` itself runs later, after what arrives at ``ns``)."""
+        while True:
+            due = [t for t in self.steady_timers if t.due is not None and t.due < ns]
+            if not due:
+                break
+            t = min(due, key=lambda t: t.due)
+            self.steady = t.due
+            t.due += t.period_ns
+            t.callback()
+        self.steady = ns
+
     def deliver(self, topic, msg, recv_ns=None):
         return self.subs[topic](msg, self.clock_ns if recv_ns is None else recv_ns)
 

@@ -2,7 +2,9 @@
 """The node, written once for every transport, with its record, its horizon answers and its parameters
 (imports wire/):
 
-    node.py             LinearizerNode: model, input checks, pairing inputs by stamp, linearization, publishing
+    node.py             LinearizerNode: model, inputs, linearization, publishing, diagnostics
+    inputs.py           the input side without a transport: message checks, pairing by stamp, drops by reason
+    compute.py          the records of paired states through one horizon call (the node's and the bag's)
     record.py           the linearization record: its layout, encoding, decoding, description
     horizon.py          a planner's horizon request and the node's answer: the wire format
     horizon_service.py  the node's answers to horizon requests, on a worker thread of their own

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .compute import knot_sections
 from .record import SECTIONS, RecordDescription, decode_record, encode_record
 
 TOPIC_REQUEST = "linearization/horizon/request"
@@ -291,36 +292,16 @@ def knot_records(description_id: int, request: HorizonRequest, h, contact_mode: 
     Knot k's record holds what the node's record holds for a joint state at that knot: the active
     contacts' forces (rigid) or input forces and B's columns (forces) only, in configured order,
     then the loops'; seq k + 1, stamp t0 + k dt."""
-    C = request.active.shape[1]
-    rigid = contact_mode != "forces"
     q = request.q.copy()
     if q.shape[1] == nv + 1:                 # a floating base: the quaternion as the State holds it
         q[:, 3:7] /= np.linalg.norm(q[:, 3:7], axis=1, keepdims=True)
-    loop_rows = list(range(h.forces.shape[1] - n_loop_rows, h.forces.shape[1]))
     out = []
     for k in range(request.knots):
-        on = request.active[k]
-        if rigid:
-            held = [i for r, a in zip(h.rows[:C], on) if a for i in range(r.start, r.stop)] + loop_rows
-            cols = list(range(nj))
-            inputs = None
-        else:
-            held = loop_rows
-            cols = list(range(nj)) + [i for c, a in zip(h.columns, on) if a for i in range(c.start, c.stop)]
-            inputs = request.forces[k, [i - nj for i in cols[nj:]]]
-        parts = {"q": q[k], "v": request.v[k], "tau": request.tau[k], "nu_dot": h.nu_dot[k], "A": h.A[k],
-                 "B": h.B[k][:, cols]}
-        if C:
-            parts["active"] = on.astype(np.float64)
-        if inputs is not None:
-            parts["input_forces"] = inputs
-        if request.dt > 0.0:
-            parts.update(Ad=h.Ad[k], Bd=h.Bd[k][:, cols], q_next=h.q_next[k], v_next=h.v_next[k])
-        if held:
-            parts.update(forces=h.forces[k, held], dforces_dz=h.dforces_dz[k, held],
-                         dforces_dtau=h.dforces_dtau[k, held])
+        parts, nw, m = knot_sections(h, k, request.active[k], contact_mode != "forces", nj, n_loop_rows,
+                                     request.dt > 0.0, request.forces[k])
+        parts.update(q=q[k], v=request.v[k], tau=request.tau[k])
         for name in request.omit:
             parts.pop(name, None)
         stamp = request.t0_ns + int(round(k * request.dt * _NS))
-        out.append(encode_record(description_id, k + 1, stamp, nv, nj, len(cols), len(held), request.dt, parts))
+        out.append(encode_record(description_id, k + 1, stamp, nv, nj, nw, m, request.dt, parts))
     return out

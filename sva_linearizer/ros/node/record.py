@@ -62,27 +62,40 @@ _NS = 1_000_000_000
 
 
 def encode_record(description_id: int, seq: int, stamp_ns: int, nv: int, nj: int, nw: int, m: int, dt: float,
-                  parts: dict) -> np.ndarray:
-    """The record's ``data``: `parts` maps section names to arrays (absent or None: left out)."""
-    arrays = [None] * len(SECTIONS)
-    total = HEADER_SIZE
-    for k, name in enumerate(SECTIONS):
+                  parts: dict, alloc=np.empty) -> np.ndarray:
+    """The record's ``data``: `parts` maps section names to arrays (absent or None: left out);
+    ``alloc(n)`` gives the float64 array of n values it is written into (e.g. a view of the message
+    that will carry it). The one-record case of :func:`encode_records`."""
+    batched = {name: None if x is None else np.asarray(x)[None] for name, x in parts.items()}
+    return encode_records(description_id, [seq], [stamp_ns], nv, nj, nw, m, dt, batched,
+                          lambda K, n: alloc(n).reshape(1, n))[0]
+
+
+def encode_records(description_id: int, seqs, stamps_ns, nv: int, nj: int, nw: int, m: int, dt: float,
+                   parts: dict, alloc=None) -> np.ndarray:
+    """K records of one layout (the same sizes: one model, one active contact set), row k for
+    ``seqs[k]``, ``stamps_ns[k]``: `parts` maps section names to (K, ...) arrays, row k of each
+    record k's section (absent or None: left out) -> (K, n) ``data``; ``alloc(K, n)`` gives the
+    (K, n) float64 array they are written into (rows may be strided: views of K messages)."""
+    K = len(stamps_ns)
+    toc, flat, o = [], [], HEADER_SIZE
+    for name in SECTIONS:
         x = parts.get(name)
-        if x is not None:
-            arrays[k] = x = np.asarray(x, dtype=np.float64)
-            total += x.size
-    out = np.empty(total)
-    sec, nanosec = divmod(int(stamp_ns), _NS)
-    out[:len(HEADER)] = (RECORD_FORMAT, description_id, seq, sec, nanosec, nv, nj, nw, m, dt, len(SECTIONS))
-    o = HEADER_SIZE
-    for k, x in enumerate(arrays):
-        toc = len(HEADER) + 2 * k
-        if x is None or x.size == 0:
-            out[toc] = out[toc + 1] = 0.0
+        n = 0 if x is None else np.size(x) // K if K else 0
+        if n == 0:
+            toc += (0, 0)
             continue
-        out[toc], out[toc + 1] = o, x.size
-        out[o:o + x.size] = x.reshape(-1)
-        o += x.size
+        toc += (o, n)
+        flat.append(np.reshape(x, (K, n)))
+        o += n
+    out = np.empty((K, o)) if alloc is None else alloc(K, o)
+    stamps = np.asarray(stamps_ns, dtype=np.int64).reshape(K)
+    head = out[:, :HEADER_SIZE]
+    head[:] = [RECORD_FORMAT, description_id, 0, 0, 0, nv, nj, nw, m, dt, len(SECTIONS)] + toc
+    head[:, 2] = seqs
+    head[:, 3], head[:, 4] = np.divmod(stamps, _NS)
+    if flat:
+        np.concatenate(flat, axis=1, out=out[:, HEADER_SIZE:], casting="same_kind")
     return out
 
 
