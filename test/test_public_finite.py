@@ -30,7 +30,7 @@ if example_robot_data_dir() is None:
 FEET = ("FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT")
 
 # the public names that are not functions of (model, state, ...) numbers
-CLASSES = {"Centroidal", "Contact", "CoupledModel", "Data", "Impact", "Inertia", "Joint", "Linearization",
+CLASSES = {"Centroidal", "Contact", "CoupledModel", "Data", "Horizon", "Impact", "Inertia", "Joint", "Linearization",
            "Loop", "Model", "SecondOrderDerivatives", "State"}
 
 
@@ -69,6 +69,8 @@ class Case:
 
 ARGUMENT_NAMES = {"model", "state", "tau", "nu_dot", "r_ddot", "frame", "q", "v", "data", "q_batch",
                   "v_batch", "tau_batch", "A", "B", "dt", "v_plus", "path_or_xml", "contacts"}
+# linearize_horizon's q, v, tau are knots, one per row
+BATCHED = {"q": "q_batch", "v": "v_batch", "tau": "tau_batch"}
 # numeric inputs: what the error must name when they are not real numbers
 NUMERIC = {"tau": "tau", "nu_dot": "nu_dot", "r_ddot": "r_ddot", "q": "q", "v": "v",
            "q_batch": "q", "v_batch": "v", "tau_batch": "tau", "A": "A", "B": "B", "v_plus": "v_plus"}
@@ -92,7 +94,7 @@ def call_args(fn, args, contacts=None):
         if p.default is inspect.Parameter.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
             assert p.name in ARGUMENT_NAMES, (
                 f"{fn.__name__}: parameter {p.name!r} unknown to this test: add it to Case.arguments")
-            pos.append(p.name)
+            pos.append(BATCHED.get(p.name, p.name) if fn is sl.linearize_horizon else p.name)
     if "contacts" in params and contacts and "contacts" not in pos:
         kw["contacts"] = contacts
     if fn is sl.discretize and args.get("v_plus") is not None:

@@ -83,12 +83,17 @@ class Horizon:
 
 
 def _knot_arrays(model, q, v, tau):
-    arrs = []
-    for name, X, size in (("q", q, model.nq), ("v", v, model.nv), ("tau", tau, model.nj)):
+    """q, v, tau as (N, nq), (N, nv), (N, nj) float arrays: every input's numbers checked before any
+    shape, so that the error names the argument that is not a real number."""
+    named = (("q", q, model.nq), ("v", v, model.nv), ("tau", tau, model.nj))
+    reals = []
+    for name, X, _ in named:
         try:
-            X = real_array(X, f"linearize_horizon: {name}")
+            reals.append(real_array(X, f"linearize_horizon: {name}"))
         except (TypeError, ValueError) as e:
-            raise ValueError(f"linearize_horizon: {name} must be an (N, {size}) array of numbers ({e})") from None
+            raise ValueError(f"linearize_horizon: {name} must be an array of real numbers ({e})") from None
+    arrs = []
+    for (name, _, size), X in zip(named, reals):
         X = kernel_array(X)
         if X.ndim != 2 or X.shape[1] != size:
             raise ValueError(f"linearize_horizon: {name} must be an (N, {size}) array, got shape {X.shape}")
