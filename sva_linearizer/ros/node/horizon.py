@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .compute import knot_sections
-from .record import SECTIONS, RecordDescription, decode_record, encode_record
+from .record import SECTIONS, RecordDescription, decode_record, encode_records
 
 TOPIC_REQUEST = "linearization/horizon/request"
 TOPIC_ANSWER = "linearization/horizon/answer"
@@ -295,13 +295,20 @@ def knot_records(description_id: int, request: HorizonRequest, h, contact_mode: 
     q = request.q.copy()
     if q.shape[1] == nv + 1:                 # a floating base: the quaternion as the State holds it
         q[:, 3:7] /= np.linalg.norm(q[:, 3:7], axis=1, keepdims=True)
-    out = []
-    for k in range(request.knots):
-        parts, nw, m = knot_sections(h, k, request.active[k], contact_mode != "forces", nj, n_loop_rows,
-                                     request.dt > 0.0, request.forces[k])
-        parts.update(q=q[k], v=request.v[k], tau=request.tau[k])
+    N = request.knots
+    stamps = request.t0_ns + np.rint(np.arange(N) * request.dt * _NS).astype(np.int64)
+    groups: dict = {}                        # the knots by their active contacts: one layout each
+    for k in range(N):
+        groups.setdefault(tuple(request.active[k]), []).append(k)
+    out = [None] * N
+    for on, ks in groups.items():            # a group's records encoded at once, row j for knot ks[j]
+        ks = np.array(ks, dtype=np.intp)
+        parts, nw, m = knot_sections(h, ks, on, contact_mode != "forces", nj, n_loop_rows, request.dt > 0.0,
+                                     request.forces[ks])
+        parts.update(q=q[ks], v=request.v[ks], tau=request.tau[ks])
         for name in request.omit:
             parts.pop(name, None)
-        stamp = request.t0_ns + int(round(k * request.dt * _NS))
-        out.append(encode_record(description_id, k + 1, stamp, nv, nj, nw, m, request.dt, parts))
+        rows = encode_records(description_id, ks + 1, stamps[ks], nv, nj, nw, m, request.dt, parts)
+        for j, k in enumerate(ks):
+            out[k] = rows[j]
     return out

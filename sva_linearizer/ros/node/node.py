@@ -483,4 +483,6 @@ class LinearizerNode:
         rej = ", ".join(f"{k} {v}" for k, v in sorted(self.rejected.items())) or "none"
         mean = f"{self.compute_s / self.published * 1e3:.3g} ms" if self.published else "n/a"
         pairing = f"; odometry {self._pairing_text()}" if self.model is not None and self.model.floating_base else ""
-        return f"published {self.published} records (mean linearize {mean}){pairing}; dropped: {rej}"
+        horizon = (f"; horizon requests: {self._horizon_text()}"
+                   if self.horizon is not None and any(self.horizon.counts.values()) else "")
+        return f"published {self.published} records (mean linearize {mean}){pairing}; dropped: {rej}{horizon}"
