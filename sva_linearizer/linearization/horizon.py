@@ -152,7 +152,7 @@ def _input_forces(forces, N):
 
 def linearize_horizon(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike, dt: float | None = None, *,
                       contacts=(), active: ArrayLike | None = None, forces=None,
-                      restitution: float = 0.0) -> Horizon:
+                      restitution: float = 0.0, touchdowns: bool = True) -> Horizon:
     """Every record section at the N knots of a horizon (module docstring).
 
     q (N, nq), v (N, nv), tau (N, nj): the knots as flat vectors (State.from_vectors's). dt: the
@@ -161,7 +161,9 @@ def linearize_horizon(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike, 
     [(sl.Contact, F)] contacts whose forces are inputs, F (dim,) for every knot or (N, dim).
     active (N, C) of bool: per knot, which contacts act, one column per sl.Contact of ``contacts``
     then one per contact of ``forces``; None: all of them at every knot. restitution: e in [0, 1]
-    of the impacts at the touchdowns (with dt; as ``linearize_impact``).
+    of the impacts at the touchdowns (with dt; as ``linearize_impact``). touchdowns: False where the
+    knots are not one trajectory (states linearized together): no impacts, touchdown and its
+    sections None as without dt.
 
     The knots run in lockstep lanes on the worker threads, as ``linearize_batch``'s states
     (_lanes_path); where those cannot run (mimic joints, custom joints, anchored contacts, loops
@@ -202,9 +204,10 @@ def linearize_horizon(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike, 
         o += c.dim
     nw = o
     nq = model.nq
-    out = _allocate(N, nv, nq, nj, nx, nw, m, dt is not None, schedule, tuple(rows), tuple(columns))
+    out = _allocate(N, nv, nq, nj, nx, nw, m, dt is not None, dt is not None and touchdowns, schedule, tuple(rows),
+                    tuple(columns))
     out.restitution = e
-    if dt is not None:
+    if dt is not None and touchdowns:
         on = schedule[:, :len(rigid)]
         out.touchdown = np.zeros(N, dtype=bool)
         out.touchdown[1:] = (on[1:] & ~on[:-1]).any(axis=1)
@@ -213,7 +216,7 @@ def linearize_horizon(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike, 
     setup = (model, Q, V, T, dt, rigid, loops, inputs, schedule, rows, columns, out)
     if not _lanes_path(*setup):
         _knot_by_knot(*setup)
-    if dt is not None:
+    if out.touchdown is not None:
         _touchdowns(model, V, rigid, loops, schedule, rows, out)
     return out
 
@@ -262,7 +265,7 @@ def _next_states():
     return entry
 
 
-def _allocate(N, nv, nq, nj, nx, nw, m, with_dt, schedule, rows, columns) -> Horizon:
+def _allocate(N, nv, nq, nj, nx, nw, m, with_dt, with_touchdowns, schedule, rows, columns) -> Horizon:
     """A Horizon whose arrays are views of one new buffer (one allocation: a horizon's sections,
     15 MB for 64 knots of a 50-DoF humanoid, stay in the allocator's heap between calls rather than
     going back to the system and being faulted in again); zeros where the lanes may write nothing
@@ -270,8 +273,9 @@ def _allocate(N, nv, nq, nj, nx, nw, m, with_dt, schedule, rows, columns) -> Hor
     shapes = [("nu_dot", (N, nv)), ("A", (N, nx, nx)), ("B", (N, nx, nw)), ("forces", (N, m)),
               ("dforces_dz", (N, m, nx)), ("dforces_dtau", (N, m, nj))]
     if with_dt:
-        shapes += [("Ad", (N, nx, nx)), ("Bd", (N, nx, nw)), ("q_next", (N, nq)), ("v_next", (N, nv)),
-                   ("reset", (N, nx, nx)), ("v_plus", (N, nv)), ("impulses", (N, m)), ("dimpulses_dz", (N, m, nx))]
+        shapes += [("Ad", (N, nx, nx)), ("Bd", (N, nx, nw)), ("q_next", (N, nq)), ("v_next", (N, nv))]
+    if with_touchdowns:
+        shapes += [("reset", (N, nx, nx)), ("v_plus", (N, nv)), ("impulses", (N, m)), ("dimpulses_dz", (N, m, nx))]
     sizes = [math.prod(shape) for _, shape in shapes]
     buf = np.empty(sum(sizes))
     arrays, o = {}, 0
