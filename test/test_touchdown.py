@@ -170,3 +170,40 @@ def test_the_chain_is_the_derivative_of_step_then_impact(solo, e, reference):
     chain_b = h.reset[k] @ h.Bd[k - 1]
     err = np.max(np.abs(chain_b - fdb))
     assert err <= 1e-6 * max(1.0, np.max(np.abs(fdb))), err
+
+
+def test_a_loop_holds_through_each_touchdown_and_states_apart_have_none():
+    """A closed loop (always active: its rows after the contact's) beside a switched point contact
+    on a random two-legged tree: at each touchdown the impact closes the contact and holds the loop,
+    its impulses in both their rows; touchdowns=False (states that are not one trajectory, as the
+    node's per-state stream): no impact, the fields None, the knots unchanged."""
+    from fd_tools import random_state, random_tree
+    from test_contacts_fd import TWO_LEGS
+
+    rng = np.random.default_rng(35)
+    model = random_tree(rng, n=14, floating_base=True, parents=TWO_LEGS)
+    N, dt, e = 11, 0.01, 0.5
+    states = [random_state(model, rng) for _ in range(N)]
+    Q, V = np.stack([s.q for s in states]), np.stack([s.v for s in states])
+    T = rng.normal(size=(N, model.nj))
+    loop = sl.Loop("j6", "j13", "revolute", offset_a=(0.1, 0, 0), axis=(0, 1, 0), baumgarte=(0.0, 3.0))
+    foot = sl.Contact("j3", "point", "world_aligned")
+    schedule = (np.arange(N) % 3 == 0)[:, None]
+    h = sl.linearize_horizon(model, Q, V, T, dt, contacts=[foot, loop], active=schedule, restitution=e)
+    assert np.flatnonzero(h.touchdown).tolist() == [3, 6, 9] and h.impulses.shape == (N, 8)
+    nx = 2 * model.nv
+    for k in range(N):
+        if not h.touchdown[k]:
+            assert np.array_equal(h.reset[k], np.eye(nx)) and not h.impulses[k].any()
+            continue
+        landing = sl.State.from_vectors(model, h.q_next[k - 1], h.v_next[k - 1])
+        imp = sl.linearize_impact(model, landing, [foot, loop], e)
+        close(h.reset[k], imp.jacobian, f"knot {k} reset")
+        close(h.v_plus[k], imp.v_plus, f"knot {k} v_plus")
+        close(h.impulses[k], imp.impulses, f"knot {k} impulses")
+        close(h.dimpulses_dz[k], imp.dimpulses_dz, f"knot {k} dimpulses_dz")
+    apart = sl.linearize_horizon(model, Q, V, T, dt, contacts=[foot, loop], active=schedule, restitution=e,
+                                 touchdowns=False)
+    assert apart.touchdown is None and apart.reset is None and apart.v_plus is None and apart.impulses is None
+    for name in ("A", "B", "Ad", "Bd", "q_next", "v_next", "forces", "dforces_dz"):
+        assert np.array_equal(getattr(apart, name), getattr(h, name)), name
