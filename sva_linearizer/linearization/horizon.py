@@ -67,12 +67,13 @@ class Horizon:
     and loop, in order, the slice of its rows in ``forces``; columns: per contact of ``forces``,
     the slice of its columns in B.
 
-    With dt (else None), the touchdowns (module docstring): touchdown (N,) bool; reset (N, 2nv,
-    2nv): the reset map's Jacobian at the state the step from knot k - 1 lands in (the identity
-    where knot k is no touchdown, and at knot 0); v_plus (N, nv): the velocity after the impact
-    (v_next[k - 1] where knot k is no touchdown, v[0] at knot 0); impulses (N, m), dimpulses_dz
-    (N, m, 2nv): the impulses on the robot at a touchdown in the rows of ``forces`` (zeros on the
-    rows of contacts inactive at k, and at every other knot); restitution: e of the impacts.
+    With dt and ``touchdowns`` (else None), the touchdowns (module docstring): touchdown (N,)
+    bool; reset (N, 2nv, 2nv): the reset map's Jacobian at the state the step from knot k - 1
+    lands in (the identity where knot k is no touchdown, and at knot 0); v_plus (N, nv): the
+    velocity after the impact (v_next[k - 1] where knot k is no touchdown, v[0] at knot 0);
+    impulses (N, m), dimpulses_dz (N, m, 2nv): the impulses on the robot at a touchdown in the
+    rows of ``forces`` (zeros on the rows of contacts inactive at k, and at every other knot);
+    restitution: e of the impacts.
     The float arrays are C-contiguous views of one buffer of their own."""
     nu_dot: np.ndarray
     A: np.ndarray
