@@ -33,7 +33,8 @@ from sva_linearizer.ros.bag.chunk import FAULT_ENV, SEQ_OFFSET, record_cdr  # no
 from sva_linearizer.ros.bag.recording import BagError  # noqa: E402
 from sva_linearizer.ros.bag.run import linearize_bag  # noqa: E402
 from sva_linearizer.ros.node.node import LinearizerNode  # noqa: E402
-from sva_linearizer.ros.node.record import SECTIONS, RecordDescription, decode_record, record_msg  # noqa: E402
+from sva_linearizer.ros.node.record import (RECORD_FORMAT, SECTIONS, RecordDescription, decode_record,  # noqa: E402
+                                            record_msg)
 from sva_linearizer.ros.wire import cdr  # noqa: E402
 
 SEC = bags.SEC
@@ -598,7 +599,8 @@ def test_records_encoded_together_equal_records_encoded_one_by_one():
         alone = encode_record(7, k + 1, stamps[k], 18, 12, 12, 12, 0.0, {n: x[k] for n, x in parts.items()})
         assert np.array_equal(together[k], alone)
     desc = RecordDescription.from_json(json.dumps({
-        "format": 2, "id": 7, "joint_names": [f"j{i}" for i in range(12)], "floating_base": True, "base_frame": "b",
+        "format": RECORD_FORMAT, "id": 7, "joint_names": [f"j{i}" for i in range(12)], "floating_base": True,
+        "base_frame": "b",
         "nq": 19, "nv": 18, "nj": 12, "z": [], "contacts": [{"frame": f"f{i}", "dim": 3} for i in range(4)],
         "dt": 0.0}))
     rec = decode_record(together[3], desc)

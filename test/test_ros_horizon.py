@@ -16,7 +16,7 @@ from fd_tools import e_max  # noqa: E402
 from ros_helpers.fake_transport import FakeTransport  # noqa: E402
 from sva_linearizer.ros.node.horizon import (MAX_KNOTS, STATUS_BAD_REQUEST, STATUS_KNOT_FAILED, TOPIC_ANSWER,  # noqa: E402
                                         TOPIC_REQUEST, decode_answer, encode_request, request_msg)
-from sva_linearizer.ros.wire.messages import joint_state_msg  # noqa: E402
+from sva_linearizer.ros.wire.messages import joint_state_msg, odometry_msg  # noqa: E402
 from sva_linearizer.ros.node.node import LinearizerNode  # noqa: E402
 from sva_linearizer.robots import load_robot  # noqa: E402
 from sva_linearizer.ros.node.record import RecordDescription  # noqa: E402
@@ -33,10 +33,10 @@ class Planner:
         self.model = self.node.model
         self.description = RecordDescription.from_json(self.T.published["linearization/description"][-1].data)
 
-    def request(self, rid, q, v, tau, dt=0.0, active=None, forces=None, msg=None, omit=()):
+    def request(self, rid, q, v, tau, dt=0.0, active=None, forces=None, msg=None, omit=(), restitution=0.0):
         if msg is None:
             data, n, s = encode_request(rid, self.description, q, v, tau, dt, active, forces, t0_ns=5_000_000_000,
-                                        omit=omit)
+                                        omit=omit, restitution=restitution)
             msg = request_msg(self.T.types, data, n, s)
         before = len(self.T.published.get(TOPIC_ANSWER, []))
         self.T.deliver(TOPIC_REQUEST, msg)
@@ -111,19 +111,19 @@ def test_a_bad_request_gets_an_answer_naming_the_problem_and_the_node_goes_on():
     try:
         def setv(i, x):
             return lambda m: m.data.__setitem__(i, x)
-        _bad(p, 11, setv(12 + 5, float("nan")), "knot 0: value 5 is nan")
+        _bad(p, 11, setv(13 + 5, float("nan")), "knot 0: value 5 is nan")
         _bad(p, 12, setv(10, 3.0), "C = 3 active columns: the node has 4 contacts (FL_FOOT, FR_FOOT, HL_FOOT, HR_FOOT)")
         _bad(p, 13, setv(2, p.description.id + 1), f"the node's description is {p.description.id}")
         _bad(p, 14, setv(8, 17.0), "nq, nv, nj = (19, 17, 12)")
         S = 19 + 18 + 12 + 4
-        _bad(p, 15, setv(12 + S + 19 + 18 + 12 + 1, 0.5), "knot 1: active value of contact 'FR_FOOT' is 0.5")
+        _bad(p, 15, setv(13 + S + 19 + 18 + 12 + 1, 0.5), "knot 1: active value of contact 'FR_FOOT' is 0.5")
         _bad(p, 16, lambda m: m.data.pop(), "values: 3 knots of")
         _bad(p, 17, setv(4, -1.0), "dt = -1")
 
         def zero_knots(m):
             m.data[3] = 0.0
             m.layout.dim[0].size = 0
-            del m.data[12:]
+            del m.data[13:]
         _bad(p, 18, zero_knots, "N = 0 knots: a request holds 1 to")
 
         def too_many(m):
@@ -184,3 +184,67 @@ def test_a_planner_in_another_process_gets_its_horizon_over_ros2(node_transport)
         h.wait_pair(stamp, resend=lambda: h.send(stamp, list(model.joint_names), s, r, tau, odom))
     finally:
         h.close()
+
+
+def test_a_touchdown_knot_carries_the_impact_and_the_others_do_not():
+    """A trot through the node with restitution 0.5: the records of the knots where a pair lands
+    hold reset, v_plus, impulses, dimpulses_dz equal to linearize_horizon's (format 3); the other
+    knots' records and the per-state stream have none; a record of another format is refused; a
+    request of format 1 (no restitution) is read with e = 0; a restitution outside [0, 1] is refused."""
+    from sva_linearizer.ros.node.horizon import REQUEST_HEADER_SIZE
+    from sva_linearizer.ros.node.record import RECORD_FORMAT, decode_record
+
+    p = Planner({"robot": "solo12", "contact_frames": FEET, "contact_references": ["world_aligned"],
+                 "dt": 0.01})
+    try:
+        rng = np.random.default_rng(3)
+        N, dt = 24, 0.01
+        Q, V, T = knots(p.model, N, rng)
+        first = (np.arange(N) // 8) % 2 == 0
+        active = np.stack([first, ~first, ~first, first], axis=1)
+        feet = [sl.Contact(f, reference="world_aligned") for f in FEET]
+        for e in (0.5, 0.0):
+            if e:
+                ans, msg = p.request(90, Q, V, T, dt, active, restitution=e)
+            else:                       # format 1: the header without the restitution
+                data, n, s = encode_request(91, p.description, Q, V, T, dt, active, t0_ns=5_000_000_000)
+                data = np.delete(data, REQUEST_HEADER_SIZE - 1)
+                data[0] = 1.0
+                msg = request_msg(p.T.types, data, n, s)
+                msg.layout.data_offset = REQUEST_HEADER_SIZE - 1
+                ans, msg = p.request(91, None, None, None, msg=msg)
+            assert ans.ok, ans.error
+            ref = sl.linearize_horizon(p.model, Q, V, T, dt, contacts=feet, active=active, restitution=e)
+            assert np.flatnonzero(ref.touchdown).tolist() == [8, 16]
+            for k, rec in enumerate(ans.knots):
+                if not ref.touchdown[k]:
+                    assert rec.reset is None and rec.v_plus is None and rec.impulses is None
+                    assert rec.dimpulses_dz is None
+                    continue
+                held = np.concatenate([np.arange(r.start, r.stop) for r, a in zip(ref.rows, active[k]) if a])
+                for got, want in ((rec.reset, ref.reset[k]), (rec.v_plus, ref.v_plus[k]),
+                                  (rec.impulses, ref.impulses[k, held]),
+                                  (rec.dimpulses_dz, ref.dimpulses_dz[k, held])):
+                    assert got is not None and e_max(got, want) <= 1e-12 * max(1.0, np.max(np.abs(want)))
+                landing = sl.State.from_vectors(p.model, ref.q_next[k - 1], ref.v_next[k - 1])
+                imp = sl.linearize_impact(p.model, landing, [c for c, a in zip(feet, active[k]) if a], e)
+                assert e_max(rec.reset, imp.jacobian) <= 1e-12 * max(1.0, np.max(np.abs(imp.jacobian)))
+        raw = np.asarray(msg.data, dtype=np.float64)
+        off, n = int(raw[6 + 2 * 8]), int(raw[7 + 2 * 8])
+        rec = raw[off:off + n].copy()
+        assert rec[0] == RECORD_FORMAT == 3 and rec[10] == 20
+        rec[0] = 2.0
+        with pytest.raises(ValueError, match="format 2 with 20 sections, this reader knows format 3"):
+            decode_record(rec, p.description)
+        _bad(p, 92, lambda m: m.data.__setitem__(12, 1.5), "restitution = 1.5")
+        _bad(p, 93, lambda m: m.data.__setitem__(0, 7.0), "format 7, the node reads formats 1, 2")
+        # the per-state stream: no touchdown sections, whatever contacts act
+        p.T.deliver("odom", odometry_msg(p.T.types, 10**9, Q[0, :3], Q[0, 3:7], V[0, :6]))
+        p.T.deliver("joint_states", joint_state_msg(p.T.types, 10**9, p.model.joint_names, Q[0, 7:], V[0, 6:], T[0]))
+        end = time.monotonic() + 60.0
+        while not p.T.published.get("linearization/record") and time.monotonic() < end:
+            time.sleep(0.002)
+        streamed = decode_record(p.T.published["linearization/record"][-1].data, p.description)
+        assert streamed.Ad is not None and streamed.reset is None and streamed.impulses is None
+    finally:
+        p.close()

@@ -115,12 +115,13 @@ def test_the_cpp_horizon_recipe_builds_a_request_and_reads_the_answer(horizon_cl
         knots.write_bytes(np.hstack([Q, V, TAU, active]).astype("<f8").tobytes())
         req_file = tmp_path / "request.bin"
         r = subprocess.run([str(horizon_client), "request", str(knots), str(N), str(m.nq), str(m.nv), str(m.nj), "4",
-                            "123", str(desc.id), str(dt), str(req_file)], capture_output=True, text=True, timeout=60)
+                            "123", str(desc.id), str(dt), str(req_file), "0.25"], capture_output=True, text=True,
+                           timeout=60)
         assert r.returncode == 0, r.stdout + r.stderr
         S = m.nq + m.nv + m.nj + 4
-        assert r.stdout.split() == ["layout", "knots", str(N), str(N * S), "values", str(S), str(S), "offset", "12"]
+        assert r.stdout.split() == ["layout", "knots", str(N), str(N * S), "values", str(S), str(S), "offset", "13"]
         data = np.frombuffer(req_file.read_bytes(), dtype="<f8")
-        want, n, s = encode_request(123, desc, Q, V, TAU, dt, active)
+        want, n, s = encode_request(123, desc, Q, V, TAU, dt, active, restitution=0.25)
         np.testing.assert_array_equal(data, want)
         T.deliver(TOPIC_REQUEST, request_msg(T.types, data, n, s))
         end = time.monotonic() + 60
@@ -143,6 +144,11 @@ def test_the_cpp_horizon_recipe_builds_a_request_and_reads_the_answer(horizon_cl
             assert int(got["seq"]) == k + 1 and int(got["stamp_ns"]) == rec.stamp_ns and int(got["m"]) == rec.m == 6
             assert float(got[f"Ad[1][{nv}]"]) == rec.Ad[1, nv] and float(got[f"Bd[{2 * nv - 1}][0]"]) == rec.Bd[-1, 0]
             assert float(got["q_next[0]"]) == rec.q_next[0] and float(got["forces[5]"]) == rec.forces[5]
+            # every knot after the first lands a diagonal pair: a touchdown, its impact's sections
+            assert (rec.reset is not None) == (k > 0) and ("reset[18][0]" in got) == (k > 0)
+            if k > 0:
+                assert float(got["reset[18][0]"]) == rec.reset[18, 0] and float(got["v_plus[0]"]) == rec.v_plus[0]
+                assert float(got["impulses[0]"]) == rec.impulses[0]
         r = subprocess.run([str(horizon_client), "answer", str(ans_file), "124", str(desc.id)], capture_output=True,
                            text=True, timeout=60)
         assert r.returncode == 1 and "not an answer to request 124" in r.stdout

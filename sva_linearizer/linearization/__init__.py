@@ -7,7 +7,8 @@
     reset_map.py    impact, linearize_impact: an impact at a touchdown, its reset map (the Jacobian on
                     z) and the impulses' derivatives, one compiled call
     batch.py        linearize_batch: many states, in parallel, one compiled call
-    horizon.py      linearize_horizon: a planner's knots with a contact schedule, every record section
+    horizon.py      linearize_horizon: a planner's knots with a contact schedule, every record section,
+                    with dt the impact at each touchdown (linearize_impact where the step lands)
     discrete.py     the semi-implicit Euler step on the Lie group: Ad, Bd (discretize)
     sparse_product.py  -Minv D over D's branch-induced sparsity, in SIMD tiles (A's lower block)
     overflow.py     naming what overflowed when a result is not finite

@@ -29,12 +29,14 @@ from .._lanes import LaneExtras, chunk_size, lane_width
 from ..algorithms.common import all_finite
 from ..algorithms.constrained_dynamics import contact_plan
 from ..algorithms.contact_rows import Contact, Loop
+from ..algorithms.impacts import check_restitution
 from ..coupling import is_coupled
 from ..data import get_data
 from ..state import State
 from .batch import THREAD_WORK, FreeLanes, _run_workers, nu_offset, num_threads
 from .continuous import linearize
 from .discrete import check_dt, next_state, next_states
+from .reset_map import linearize_impact
 from .with_contacts import ContactLanes, lanes_can_run, stacked_forces
 
 if TYPE_CHECKING:
@@ -63,7 +65,16 @@ class Horizon:
     at each knot, each in its reference frame (zeros for an inactive contact); dforces_dz
     (N, m, 2nv), dforces_dtau (N, m, nj). active (N, C) bool: the schedule. rows: per rigid contact
     and loop, in order, the slice of its rows in ``forces``; columns: per contact of ``forces``,
-    the slice of its columns in B. The arrays are C-contiguous views of one buffer of their own."""
+    the slice of its columns in B.
+
+    With dt and ``touchdowns`` (else None), the touchdowns (module docstring): touchdown (N,)
+    bool; reset (N, 2nv, 2nv): the reset map's Jacobian at the state the step from knot k - 1
+    lands in (the identity where knot k is no touchdown, and at knot 0); v_plus (N, nv): the
+    velocity after the impact (v_next[k - 1] where knot k is no touchdown, v[0] at knot 0);
+    impulses (N, m), dimpulses_dz (N, m, 2nv): the impulses on the robot at a touchdown in the
+    rows of ``forces`` (zeros on the rows of contacts inactive at k, and at every other knot);
+    restitution: e of the impacts.
+    The float arrays are C-contiguous views of one buffer of their own."""
     nu_dot: np.ndarray
     A: np.ndarray
     B: np.ndarray
@@ -77,6 +88,12 @@ class Horizon:
     active: np.ndarray
     rows: tuple
     columns: tuple
+    touchdown: np.ndarray | None = None
+    reset: np.ndarray | None = None
+    v_plus: np.ndarray | None = None
+    impulses: np.ndarray | None = None
+    dimpulses_dz: np.ndarray | None = None
+    restitution: float = 0.0
 
     def __len__(self) -> int:
         return self.A.shape[0]
@@ -135,7 +152,8 @@ def _input_forces(forces, N):
 
 
 def linearize_horizon(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike, dt: float | None = None, *,
-                      contacts=(), active: ArrayLike | None = None, forces=None) -> Horizon:
+                      contacts=(), active: ArrayLike | None = None, forces=None,
+                      restitution: float = 0.0, touchdowns: bool = True) -> Horizon:
     """Every record section at the N knots of a horizon (module docstring).
 
     q (N, nq), v (N, nv), tau (N, nj): the knots as flat vectors (State.from_vectors's). dt: the
@@ -143,18 +161,28 @@ def linearize_horizon(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike, 
     switched by the schedule) and sl.Loop (always active), as in ``linearize``. forces:
     [(sl.Contact, F)] contacts whose forces are inputs, F (dim,) for every knot or (N, dim).
     active (N, C) of bool: per knot, which contacts act, one column per sl.Contact of ``contacts``
-    then one per contact of ``forces``; None: all of them at every knot.
+    then one per contact of ``forces``; None: all of them at every knot. restitution: e in [0, 1]
+    of the impacts at the touchdowns (with dt; as ``linearize_impact``). touchdowns: False where the
+    knots are not one trajectory (states linearized together): no impacts, touchdown and its
+    sections None as without dt.
 
     The knots run in lockstep lanes on the worker threads, as ``linearize_batch``'s states
     (_lanes_path); where those cannot run (mimic joints, custom joints, anchored contacts, loops
     with Baumgarte stiffness, input forces that are not finite) each knot is ``linearize`` on
     the worker threads (_knot_by_knot).
 
+    Then, with dt, the impact at each touchdown (_touchdowns: ``linearize_impact``, few per horizon).
+
     Raises KnotError (a ValueError; ``.knot`` its index) naming the first bad knot (a bad input, a
-    singular mass matrix or contact set, an overflow), ValueError for bad arguments."""
+    singular mass matrix or contact set, an overflow, an impact that fails), ValueError for bad
+    arguments."""
     Q, V, T = _knot_arrays(model, q, v, tau)
     N = Q.shape[0]
     dt = None if dt is None else check_dt(dt)
+    try:
+        e = check_restitution(restitution)
+    except ValueError as err:
+        raise ValueError(f"linearize_horizon: {err}") from None
     rigid = [c for c in contacts or () if isinstance(c, Contact)]
     loops = [c for c in contacts or () if isinstance(c, Loop)]
     other = [c for c in contacts or () if not isinstance(c, (Contact, Loop))]
@@ -177,13 +205,48 @@ def linearize_horizon(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike, 
         o += c.dim
     nw = o
     nq = model.nq
-    out = _allocate(N, nv, nq, nj, nx, nw, m, dt is not None, schedule, tuple(rows), tuple(columns))
+    out = _allocate(N, nv, nq, nj, nx, nw, m, dt is not None, dt is not None and touchdowns, schedule, tuple(rows),
+                    tuple(columns))
+    out.restitution = e
+    if dt is not None and touchdowns:
+        on = schedule[:, :len(rigid)]
+        out.touchdown = np.zeros(N, dtype=bool)
+        out.touchdown[1:] = (on[1:] & ~on[:-1]).any(axis=1)
     if N == 0:
         return out
     setup = (model, Q, V, T, dt, rigid, loops, inputs, schedule, rows, columns, out)
     if not _lanes_path(*setup):
         _knot_by_knot(*setup)
+    if out.touchdown is not None:
+        _touchdowns(model, V, rigid, loops, schedule, rows, out)
     return out
+
+
+def _touchdowns(model, V, rigid, loops, schedule, rows, out) -> None:
+    """reset, v_plus, impulses, dimpulses_dz of `out` (Horizon's docstring): at a touchdown knot k
+    ``linearize_impact`` at (q_next[k-1], v_next[k-1]) with the rigid contacts acting at k and the
+    loops, its impulses in their rows of ``forces``; elsewhere the identity, v_next[k-1] (v[0] at
+    knot 0) and zeros. An impact that fails raises KnotError naming its knot."""
+    nv, nr = model.nv, len(rigid)
+    out.reset[:] = 0.0
+    out.reset[:, np.arange(2 * nv), np.arange(2 * nv)] = 1.0
+    out.v_plus[0] = V[0]
+    out.v_plus[1:] = out.v_next[:-1]
+    out.impulses.fill(0.0)
+    out.dimpulses_dz.fill(0.0)
+    for k in np.flatnonzero(out.touchdown).tolist():
+        on = list(schedule[k, :nr]) + [True] * len(loops)
+        act = [c for c, a in zip(rigid + loops, on) if a]
+        held = np.concatenate([np.arange(r.start, r.stop) for r, a in zip(rows, on) if a])
+        try:
+            st = State.from_vectors(model, out.q_next[k - 1], out.v_next[k - 1])
+            imp = linearize_impact(model, st, act, out.restitution)
+        except ValueError as err:
+            raise KnotError(k, f"the impact at the touchdown: {err}") from None
+        out.reset[k] = imp.jacobian
+        out.v_plus[k] = imp.v_plus
+        out.impulses[k, held] = imp.impulses
+        out.dimpulses_dz[k, held] = imp.dimpulses_dz
 
 
 _BITS = np.int64(1) << np.arange(63, dtype=np.int64)     # a contact set's bits
@@ -203,7 +266,7 @@ def _next_states():
     return entry
 
 
-def _allocate(N, nv, nq, nj, nx, nw, m, with_dt, schedule, rows, columns) -> Horizon:
+def _allocate(N, nv, nq, nj, nx, nw, m, with_dt, with_touchdowns, schedule, rows, columns) -> Horizon:
     """A Horizon whose arrays are views of one new buffer (one allocation: a horizon's sections,
     15 MB for 64 knots of a 50-DoF humanoid, stay in the allocator's heap between calls rather than
     going back to the system and being faulted in again); zeros where the lanes may write nothing
@@ -212,6 +275,8 @@ def _allocate(N, nv, nq, nj, nx, nw, m, with_dt, schedule, rows, columns) -> Hor
               ("dforces_dz", (N, m, nx)), ("dforces_dtau", (N, m, nj))]
     if with_dt:
         shapes += [("Ad", (N, nx, nx)), ("Bd", (N, nx, nw)), ("q_next", (N, nq)), ("v_next", (N, nv))]
+    if with_touchdowns:
+        shapes += [("reset", (N, nx, nx)), ("v_plus", (N, nv)), ("impulses", (N, m)), ("dimpulses_dz", (N, m, nx))]
     sizes = [math.prod(shape) for _, shape in shapes]
     buf = np.empty(sum(sizes))
     arrays, o = {}, 0
@@ -224,7 +289,8 @@ def _allocate(N, nv, nq, nj, nx, nw, m, with_dt, schedule, rows, columns) -> Hor
     return Horizon(nu_dot=arrays["nu_dot"], A=arrays["A"], B=arrays["B"], Ad=arrays.get("Ad"), Bd=arrays.get("Bd"),
                    q_next=arrays.get("q_next"), v_next=arrays.get("v_next"), forces=arrays["forces"],
                    dforces_dz=arrays["dforces_dz"], dforces_dtau=arrays["dforces_dtau"], active=schedule,
-                   rows=rows, columns=columns)
+                   rows=rows, columns=columns, reset=arrays.get("reset"), v_plus=arrays.get("v_plus"),
+                   impulses=arrays.get("impulses"), dimpulses_dz=arrays.get("dimpulses_dz"))
 
 
 def _knot(model, Q, V, T, dt, rigid, loops, inputs, schedule, rows, columns, out, i):

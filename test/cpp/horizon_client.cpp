@@ -2,7 +2,7 @@
 // "In C++"): builds a request's data from knots and reads an answer's knots, each knot's record
 // read with the record recipe on its slice. On std::vector<double> (what
 // std_msgs::msg::Float64MultiArray holds); test_ros_record_cpp.py compares both with Python.
-//   horizon_client request KNOTS.bin N NQ NV NJ C ID DESCRIPTION DT OUT.bin
+//   horizon_client request KNOTS.bin N NQ NV NJ C ID DESCRIPTION DT OUT.bin [RESTITUTION]
 //       KNOTS.bin: N rows of q, v, tau, active (raw little-endian float64); writes the request's data
 //   horizon_client answer ANSWER.bin ID DESCRIPTION
 //       prints, per knot, what a planner uses
@@ -39,13 +39,14 @@ int main(int argc, char** argv) {
     const int N = std::atoi(argv[3]), nq = std::atoi(argv[4]), nv = std::atoi(argv[5]), nj = std::atoi(argv[6]),
               C = std::atoi(argv[7]);
     const double id = std::atof(argv[8]), description = std::atof(argv[9]), dt = std::atof(argv[10]);
+    const double restitution = argc >= 13 ? std::atof(argv[12]) : 0.0;
     const int S = nq + nv + nj + C;  // contact_mode rigid: F = 0
-    std::vector<double> data = {1.0, id, description, static_cast<double>(N), dt, 0.0, 0.0,
+    std::vector<double> data = {2.0, id, description, static_cast<double>(N), dt, 0.0, 0.0,
                                 static_cast<double>(nq), static_cast<double>(nv), static_cast<double>(nj),
-                                static_cast<double>(C), 0.0};
+                                static_cast<double>(C), 0.0, restitution};
     data.insert(data.end(), knots.begin(), knots.begin() + static_cast<long>(N) * S);
-    // the message: layout.dim = [("knots", N, N*S), ("values", S, S)], data_offset = 12
-    std::printf("layout knots %d %d values %d %d offset 12\n", N, N * S, S, S);
+    // the message: layout.dim = [("knots", N, N*S), ("values", S, S)], data_offset = 13
+    std::printf("layout knots %d %d values %d %d offset 13\n", N, N * S, S, S);
     std::ofstream out(argv[11], std::ios::binary);
     out.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size() * sizeof(double)));
     return 0;
@@ -65,7 +66,7 @@ int main(int argc, char** argv) {
     std::printf("knots %d\n", N);
     for (int k = 0; k < N; ++k) {
       const double* r = d.data() + static_cast<size_t>(d[6 + 2 * k]);
-      if (r[0] != 2.0 || r[10] != 16.0 || r[1] != description) {
+      if (r[0] != 3.0 || r[10] != 20.0 || r[1] != description) {
         std::printf("knot %d: not a record of this format and description\n", k);
         return 1;
       }
@@ -80,6 +81,12 @@ int main(int argc, char** argv) {
       std::printf("knot %d seq %.0f stamp_ns %lld m %d Ad[1][%d] %.17g Bd[%d][0] %.17g q_next[0] %.17g", k, r[2],
                   static_cast<long long>(stamp_ns), m, nv, Adm(1, nv), 2 * nv - 1, Bdm(2 * nv - 1, 0), q_next.p[0]);
       if (m > 0) std::printf(" forces[%d] %.17g", m - 1, forces.p[m - 1]);
+      auto reset = section(r, 16), v_plus = section(r, 17), impulses = section(r, 18);   // a touchdown knot's
+      if (reset.n == 4 * nv * nv && v_plus.n == nv && impulses.n == m) {
+        Eigen::Map<const RowMajor> R(reset.p, 2 * nv, 2 * nv);
+        std::printf(" reset[%d][0] %.17g v_plus[0] %.17g impulses[0] %.17g", nv, R(nv, 0), v_plus.p[0],
+                    impulses.p[0]);
+      }
       std::printf("\n");
     }
     return 0;

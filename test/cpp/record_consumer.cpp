@@ -15,7 +15,7 @@
 using RowMajor = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
 struct Section { const double* p; int n; };
-Section section(const std::vector<double>& d, int k) {          // k: 0 = q ... 15 = odom_stamp
+Section section(const std::vector<double>& d, int k) {          // k: 0 = q ... 19 = dimpulses_dz
   return {d.data() + static_cast<size_t>(d[11 + 2 * k]), static_cast<int>(d[12 + 2 * k])};
 }
 
@@ -26,7 +26,7 @@ int main(int argc, char** argv) {
   std::vector<double> d(bytes / sizeof(double));
   raw.read(reinterpret_cast<char*>(d.data()), static_cast<std::streamsize>(bytes));
   const double description_id = argc > 2 ? std::atof(argv[2]) : 1.0;
-  if (d.size() < 43 || d[0] != 2.0 || d[10] != 16.0 || d[1] != description_id) {
+  if (d.size() < 51 || d[0] != 3.0 || d[10] != 20.0 || d[1] != description_id) {
     std::printf("not a record of this format and description\n");
     return 1;
   }

@@ -111,17 +111,19 @@ class HorizonClient:
         return self.description is not None and self.transport.wait_for_readers(self._pub, 0.0)
 
     def request(self, q, v, tau, dt: float = 0.0, active=None, forces=None, t0_ns: int = 0, omit=(),
-                callback=None) -> HorizonFuture:
+                callback=None, restitution: float = 0.0) -> HorizonFuture:
         """Send the knots (N, nq), (N, nv), (N, nj) in the description's joint order; active (N, C)
         per contact of the description (None: all); forces (N, F) with contact_mode forces; dt: the
-        step (0: continuous only); omit: record sections the answer leaves out. -> the future."""
+        step (0: continuous only); omit: record sections the answer leaves out; restitution: e of the
+        impacts at the touchdowns. -> the future."""
         if self.description is None:
             raise RuntimeError("HorizonClient: no linearization/description yet (wait_for_node first)")
         with self._lock:
             rid = self._next_id
             self._next_id = 1 + self._next_id % (2 ** 53 - 2)
             future = self._pending[rid] = HorizonFuture(self, rid, callback)
-        data, n, s = encode_request(rid, self.description, q, v, tau, dt, active, forces, t0_ns, omit)
+        data, n, s = encode_request(rid, self.description, q, v, tau, dt, active, forces, t0_ns, omit,
+                                    restitution)
         self._pub.publish(request_msg(self.transport.types, data, n, s))
         return future
 

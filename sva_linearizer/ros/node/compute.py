@@ -34,7 +34,8 @@ def knot_sections(h, k, on, rigid: bool, nj: int, n_loop_rows: int, with_dt: boo
     active contacts' ``input_forces`` from ``input_row`` (every contact's force, in configured
     order) and B's columns of those contacts only. nw: B's columns; m: the rows of ``forces``.
     ``k`` an index array of knots with the same contacts ``on`` (``input_row`` their rows): each
-    section with a leading axis, one row per knot."""
+    section with a leading axis, one row per knot. Knots that are all touchdowns of ``h`` (rigid
+    contacts, dt) add reset, v_plus and the impulses with their derivatives (the rows of ``forces``)."""
     C = len(on)
     loop_rows = list(range(h.forces.shape[1] - n_loop_rows, h.forces.shape[1]))
     if rigid:
@@ -56,6 +57,9 @@ def knot_sections(h, k, on, rigid: bool, nj: int, n_loop_rows: int, with_dt: boo
     if held:
         parts.update(forces=h.forces[k][..., r], dforces_dz=h.dforces_dz[k][..., r, :],
                      dforces_dtau=h.dforces_dtau[k][..., r, :])
+    if rigid and with_dt and h.touchdown is not None and np.size(k) and np.all(h.touchdown[k]):
+        parts.update(reset=h.reset[k], v_plus=h.v_plus[k], impulses=h.impulses[k][..., r],
+                     dimpulses_dz=h.dimpulses_dz[k][..., r, :])
     return parts, len(cols), len(held)
 
 
@@ -116,13 +120,14 @@ class RecordComputer:
         V = np.array([st.v for st in states])
         T = np.array([st.tau for st in states])
         if not self.contacts:
-            return sl.linearize_horizon(model, Q, V, T, dt, contacts=self.loops), None
+            return sl.linearize_horizon(model, Q, V, T, dt, contacts=self.loops, touchdowns=False), None
         index = {id(c): i for i, c in enumerate(self.contacts)}
         on = np.zeros((len(states), len(self.contacts)), dtype=bool)
         for k, st in enumerate(states):
             on[k, [index[id(c)] for c in st.active]] = True
         if self.rigid:
-            return sl.linearize_horizon(model, Q, V, T, dt, contacts=self.contacts + self.loops, active=on), None
+            return sl.linearize_horizon(model, Q, V, T, dt, contacts=self.contacts + self.loops, active=on,
+                                        touchdowns=False), None
         F = np.zeros((len(states), sum(self._dims)))
         offsets = np.cumsum([0] + self._dims)
         for k, st in enumerate(states):
@@ -130,7 +135,8 @@ class RecordComputer:
                 i = index[id(c)]
                 F[k, offsets[i]:offsets[i + 1]] = f
         forces = [(c, F[:, offsets[i]:offsets[i + 1]]) for i, c in enumerate(self.contacts)]
-        return sl.linearize_horizon(model, Q, V, T, dt, contacts=self.loops, forces=forces, active=on), F
+        return sl.linearize_horizon(model, Q, V, T, dt, contacts=self.loops, forces=forces, active=on,
+                                    touchdowns=False), F
 
     def _records(self, h, F, ks, on, states, out) -> None:
         """The records of the knots ``ks`` (the same active contacts ``on``) into ``out``, encoded at once."""

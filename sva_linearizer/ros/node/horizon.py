@@ -9,17 +9,19 @@ call of :func:`sva_linearizer.linearize_horizon`. A bad request gets an answer w
 status and a one-line reason, never a partial one. docs/ros.md ("The planner's horizon") is the
 definition a client in any language is written from; this module is its Python implementation.
 
-Request ``data`` (``layout.dim = [("knots", N, N*S), ("values", S, S)]``, ``data_offset`` = 12)::
+Request ``data`` (``layout.dim = [("knots", N, N*S), ("values", S, S)]``, ``data_offset`` = 13)::
 
-    data[0]  format (REQUEST_FORMAT)       data[6]  t0: nanosec
-    data[1]  request id (1 .. 2^53)        data[7]  nq
-    data[2]  description id                data[8]  nv
-    data[3]  N: knots                      data[9]  nj
-    data[4]  dt (s; 0: continuous only)    data[10] C: contacts (the description's, in its order)
-    data[5]  t0: sec (knot 0's time)       data[11] omit: bit k leaves record section k out
-    data[12 + k S ...]: knot k = q (nq), v (nv), tau (nj), active (C, 1.0 / 0.0), forces (F)
+    data[0]  format (REQUEST_FORMAT)       data[7]  nq
+    data[1]  request id (1 .. 2^53)        data[8]  nv
+    data[2]  description id                data[9]  nj
+    data[3]  N: knots                      data[10] C: contacts (the description's, in its order)
+    data[4]  dt (s; 0: continuous only)    data[11] omit: bit k leaves record section k out
+    data[5]  t0: sec (knot 0's time)       data[12] restitution e in [0, 1] of the touchdowns' impacts
+    data[6]  t0: nanosec
+    data[13 + k S ...]: knot k = q (nq), v (nv), tau (nj), active (C, 1.0 / 0.0), forces (F)
 
 F is the sum of the contacts' dims with ``contact_mode: forces`` (their forces as inputs), else 0.
+The node also reads format 1: the same without data[12] (``data_offset`` = 12), restitution 0.
 
 Answer ``data`` (``layout.dim = [(label, n, n)]``, label ``horizon_answer``, or
 ``horizon_error: <reason>`` for an answer without knots)::
@@ -31,6 +33,8 @@ Answer ``data`` (``layout.dim = [(label, n, n)]``, label ``horizon_answer``, or
 
 Knot k's record is a linearization record (format and layout of ``linearization/record``) whose
 seq is k + 1 and whose stamp is t0 + k dt; its sections' offsets count from its own first value.
+With dt > 0 and rigid contacts, the record of a touchdown knot (a contact active at k and not at
+k - 1) also holds reset, v_plus, impulses and dimpulses_dz (sva_linearizer.linearize_horizon's).
 """
 from __future__ import annotations
 
@@ -44,11 +48,13 @@ from .record import SECTIONS, RecordDescription, decode_record, encode_records
 
 TOPIC_REQUEST = "linearization/horizon/request"
 TOPIC_ANSWER = "linearization/horizon/answer"
-REQUEST_FORMAT = 1
+REQUEST_FORMAT = 2
 ANSWER_FORMAT = 1
 REQUEST_HEADER = ("format", "request_id", "description", "knots", "dt", "t0_sec", "t0_nanosec", "nq", "nv", "nj",
-                  "contacts", "omit")
+                  "contacts", "omit", "restitution")
 REQUEST_HEADER_SIZE = len(REQUEST_HEADER)
+#: the header's size per request format the node reads (format 1: no restitution, e = 0)
+_HEADER_SIZES = {1: REQUEST_HEADER_SIZE - 1, REQUEST_FORMAT: REQUEST_HEADER_SIZE}
 ANSWER_HEADER_SIZE = 6
 #: status of an answer: the knots follow; the request was refused (nothing computed); a knot's
 #: linearization failed (a singular mass matrix or contact set, an overflow: no knot is returned);
@@ -81,6 +87,7 @@ class HorizonRequest:
     active: np.ndarray     # (N, C) bool
     forces: np.ndarray     # (N, F)
     omit: frozenset        # section names left out of the answer's records
+    restitution: float = 0.0   # e of the touchdowns' impacts
 
     @property
     def knots(self) -> int:
@@ -102,10 +109,10 @@ def input_force_size(description: RecordDescription) -> int:
 
 
 def encode_request(request_id: int, description: RecordDescription, q, v, tau, dt: float = 0.0, active=None,
-                   forces=None, t0_ns: int = 0, omit=()) -> tuple[np.ndarray, int, int]:
+                   forces=None, t0_ns: int = 0, omit=(), restitution: float = 0.0) -> tuple[np.ndarray, int, int]:
     """A request's data for the knots q (N, nq), v (N, nv), tau (N, nj) in the description's joint
-    order; active (N, C) (None: every contact at every knot); forces (N, F) (contact_mode forces).
-    -> (data, N, S) for :func:`request_msg`."""
+    order; active (N, C) (None: every contact at every knot); forces (N, F) (contact_mode forces);
+    restitution: e of the impacts at the touchdowns. -> (data, N, S) for :func:`request_msg`."""
     q, v, tau = (np.atleast_2d(np.asarray(x, dtype=np.float64)) for x in (q, v, tau))
     N, C, F = q.shape[0], len(description.contacts), input_force_size(description)
     active = np.ones((N, C)) if active is None else np.asarray(active, dtype=np.float64).reshape(N, C)
@@ -117,13 +124,13 @@ def encode_request(request_id: int, description: RecordDescription, q, v, tau, d
         raise ValueError(f"encode_request: the request id must be an integer from 1 to 2^53 - 1, got {request_id}")
     sec, nanosec = divmod(int(t0_ns), _NS)
     head = [REQUEST_FORMAT, int(request_id), description.id, N, float(dt), sec, nanosec, description.nq,
-            description.nv, description.nj, C, _omit_mask(omit)]
+            description.nv, description.nj, C, _omit_mask(omit), float(restitution)]
     knots = np.hstack([q, v, tau, active, forces])
     return np.concatenate([np.asarray(head, dtype=np.float64), knots.reshape(-1)]), N, knots.shape[1]
 
 
 def request_msg(types, data: np.ndarray, knots: int, stride: int):
-    """std_msgs/Float64MultiArray of a request: dims ("knots", N, N*S), ("values", S, S), offset 12."""
+    """std_msgs/Float64MultiArray of a request: dims ("knots", N, N*S), ("values", S, S), offset 13."""
     values = array.array("d")
     values.frombytes(np.ascontiguousarray(data, dtype="<f8").tobytes())
     dims = [types.MultiArrayDimension(label="knots", size=knots, stride=knots * stride),
@@ -145,10 +152,12 @@ def decode_request(msg, description: RecordDescription | None, max_knots: int = 
     rid = 0
     if x.size >= 2 and np.isfinite(x[1]) and x[1] == int(x[1]) and 0 < x[1] < _ID_LIMIT:
         rid = int(x[1])
-    if x.size < REQUEST_HEADER_SIZE:
-        raise BadRequest(rid, f"{x.size} values, shorter than the request's header ({REQUEST_HEADER_SIZE})")
-    if x[0] != REQUEST_FORMAT:
-        raise BadRequest(rid, f"format {x[0]:g}, the node reads format {REQUEST_FORMAT}")
+    if x.size < 1 or x[0] not in _HEADER_SIZES:
+        raise BadRequest(rid, f"format {x[0] if x.size else float('nan'):g}, the node reads formats "
+                              f"{', '.join(str(f) for f in _HEADER_SIZES)}")
+    H = _HEADER_SIZES[int(x[0])]
+    if x.size < H:
+        raise BadRequest(rid, f"{x.size} values, shorter than the request's header ({H})")
     if rid == 0:
         raise BadRequest(0, f"the request id must be a whole number from 1 to 2^53 - 1, got {x[1]:g}")
     if description is None:
@@ -175,18 +184,20 @@ def decode_request(msg, description: RecordDescription | None, max_knots: int = 
         raise BadRequest(rid, f"C = {C} active columns: the node has {len(frames)} contacts"
                               + (f" ({', '.join(frames)})" if frames else ""))
     mask = _whole(x[11], "omit", rid, 0, (1 << len(SECTIONS)) - 1)
+    e = float(x[12]) if H > 12 else 0.0
+    if not (np.isfinite(e) and 0.0 <= e <= 1.0):
+        raise BadRequest(rid, f"restitution = {e:g}: expected a number in [0, 1]")
     F = input_force_size(description)
     nq, nv, nj = sizes
     S = nq + nv + nj + C + F
     dims = list(getattr(msg.layout, "dim", []))
     if (len(dims) != 2 or [d.label for d in dims] != ["knots", "values"] or int(dims[0].size) != N
-            or int(dims[1].size) != S or int(msg.layout.data_offset) != REQUEST_HEADER_SIZE):
-        raise BadRequest(rid, f"layout: expected dims ('knots', {N}), ('values', {S}) and data_offset "
-                              f"{REQUEST_HEADER_SIZE}")
-    if x.size != REQUEST_HEADER_SIZE + N * S:
+            or int(dims[1].size) != S or int(msg.layout.data_offset) != H):
+        raise BadRequest(rid, f"layout: expected dims ('knots', {N}), ('values', {S}) and data_offset {H}")
+    if x.size != H + N * S:
         raise BadRequest(rid, f"{x.size} values: {N} knots of {S} (q {nq}, v {nv}, tau {nj}, active {C}, forces "
-                              f"{F}) and the header make {REQUEST_HEADER_SIZE + N * S}")
-    K = x[REQUEST_HEADER_SIZE:].reshape(N, S)
+                              f"{F}) and the header make {H + N * S}")
+    K = x[H:].reshape(N, S)
     bad = ~np.isfinite(K)
     if bad.any():
         k, j = (int(i) for i in np.argwhere(bad)[0])
@@ -200,7 +211,7 @@ def decode_request(msg, description: RecordDescription | None, max_knots: int = 
                               f"0.0: inactive)")
     omit = frozenset(s for i, s in enumerate(SECTIONS) if mask >> i & 1)
     return HorizonRequest(rid, desc_id, dt, sec * _NS + nanosec, K[:, :nq].copy(), K[:, nq:nq + nv].copy(),
-                          K[:, nq + nv:o].copy(), active == 1.0, K[:, o + C:].copy(), omit)
+                          K[:, nq + nv:o].copy(), active == 1.0, K[:, o + C:].copy(), omit, e)
 
 
 def encode_answer(request_id: int, description_id: int, records: list) -> np.ndarray:
@@ -297,11 +308,12 @@ def knot_records(description_id: int, request: HorizonRequest, h, contact_mode: 
         q[:, 3:7] /= np.linalg.norm(q[:, 3:7], axis=1, keepdims=True)
     N = request.knots
     stamps = request.t0_ns + np.rint(np.arange(N) * request.dt * _NS).astype(np.int64)
-    groups: dict = {}                        # the knots by their active contacts: one layout each
+    touchdown = h.touchdown if h.touchdown is not None else np.zeros(N, dtype=bool)
+    groups: dict = {}                        # the knots by their active contacts and touchdown: one layout each
     for k in range(N):
-        groups.setdefault(tuple(request.active[k]), []).append(k)
+        groups.setdefault((tuple(request.active[k]), bool(touchdown[k])), []).append(k)
     out = [None] * N
-    for on, ks in groups.items():            # a group's records encoded at once, row j for knot ks[j]
+    for (on, _), ks in groups.items():       # a group's records encoded at once, row j for knot ks[j]
         ks = np.array(ks, dtype=np.intp)
         parts, nw, m = knot_sections(h, ks, on, contact_mode != "forces", nj, n_loop_rows, request.dt > 0.0,
                                      request.forces[ks])

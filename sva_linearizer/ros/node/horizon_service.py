@@ -120,9 +120,9 @@ class HorizonService:
                 forces.append((c, req.forces[:, o:o + c.dim]))
                 o += c.dim
             return sl.linearize_horizon(model, req.q, req.v, req.tau, dt, contacts=node.loops, forces=forces,
-                                        active=req.active)
+                                        active=req.active, restitution=req.restitution)
         return sl.linearize_horizon(model, req.q, req.v, req.tau, dt, contacts=list(node.contacts) + node.loops,
-                                    active=req.active)
+                                    active=req.active, restitution=req.restitution)
 
 
 def _request_id(msg) -> int:

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-RECORD_FORMAT = 2
+RECORD_FORMAT = 3
 TOPIC_RECORD = "linearization/record"
 TOPIC_DESCRIPTION = "linearization/description"
 # the point the record was computed at, as standard messages for tools (rviz, plotters, echo)
@@ -54,9 +54,13 @@ HEADER = ("format", "description", "seq", "stamp_sec", "stamp_nanosec", "nv", "n
 #:   dforces_dtau (m x nj): the constraint forces (the active rigid contacts', then the loops') and
 #:   their derivatives; odom_stamp (2: sec, nanosec): the stamp of the odometry sample that gave the
 #:   point's base pose and twist (floating base), equal to the record's stamp when it was paired
-#:   exactly.
+#:   exactly; reset (2nv x 2nv), v_plus (nv), impulses (m), dimpulses_dz (m x 2nv): only in a horizon
+#:   answer's record of a touchdown knot (rigid contacts, dt > 0): the impact where the step from the
+#:   previous knot lands (sva_linearizer.linearize_horizon's touchdown sections; the impulses in the
+#:   rows of ``forces``). New sections go at the end, so that the offsets of the others keep their
+#:   place in the table.
 SECTIONS = ("q", "v", "tau", "active", "input_forces", "nu_dot", "A", "B", "Ad", "Bd", "q_next", "v_next",
-            "forces", "dforces_dz", "dforces_dtau", "odom_stamp")
+            "forces", "dforces_dz", "dforces_dtau", "odom_stamp", "reset", "v_plus", "impulses", "dimpulses_dz")
 HEADER_SIZE = len(HEADER) + 2 * len(SECTIONS)
 _NS = 1_000_000_000
 
@@ -177,7 +181,8 @@ class Record:
     forces as inputs ``input_forces``; the drift ``nu_dot`` (``f0`` = [v; nu_dot], so that
     z_dot = f0 + A dz + B dw); ``A``, ``B``; with dt > 0 ``Ad``, ``Bd``, ``q_next``, ``v_next``;
     with rigid contacts ``forces``, ``dforces_dz``, ``dforces_dtau``; with a floating base
-    ``odom_stamp`` ([sec, nanosec] of the odometry used, ``odom_stamp_ns``). A section left out is None."""
+    ``odom_stamp`` ([sec, nanosec] of the odometry used, ``odom_stamp_ns``); in a horizon answer's
+    touchdown knot ``reset``, ``v_plus``, ``impulses``, ``dimpulses_dz``. A section left out is None."""
     seq: int
     stamp_ns: int
     description: RecordDescription
@@ -203,6 +208,10 @@ class Record:
     dforces_dz: np.ndarray | None = None
     dforces_dtau: np.ndarray | None = None
     odom_stamp: np.ndarray | None = None
+    reset: np.ndarray | None = None
+    v_plus: np.ndarray | None = None
+    impulses: np.ndarray | None = None
+    dimpulses_dz: np.ndarray | None = None
 
     @property
     def odom_stamp_ns(self) -> int | None:
@@ -237,7 +246,8 @@ def _shapes(description: RecordDescription, nv: int, nj: int, nw: int, m: int) -
     n2, nq = 2 * nv, description.nq
     return {"q": (nq,), "v": (nv,), "tau": (nj,), "active": (len(description.contacts),), "input_forces": (nw - nj,),
             "nu_dot": (nv,), "A": (n2, n2), "B": (n2, nw), "Ad": (n2, n2), "Bd": (n2, nw), "q_next": (nq,),
-            "v_next": (nv,), "forces": (m,), "dforces_dz": (m, n2), "dforces_dtau": (m, nj), "odom_stamp": (2,)}
+            "v_next": (nv,), "forces": (m,), "dforces_dz": (m, n2), "dforces_dtau": (m, nj), "odom_stamp": (2,),
+            "reset": (n2, n2), "v_plus": (nv,), "impulses": (m,), "dimpulses_dz": (m, n2)}
 
 
 def decode_record(data, description: RecordDescription) -> Record:
