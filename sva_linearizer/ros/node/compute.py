@@ -10,7 +10,7 @@ node's records and the bag's are equal bit for bit (test/test_bag.py checks it).
 
 :func:`knot_sections` takes one knot's sections out of a horizon in the record's layout (the
 active contacts' rows and input-force columns only); the planner's horizon answers
-(:func:`.horizon.knot_records`) use it too.
+(:func:`.horizon.encode_answer`) use it too.
 """
 from __future__ import annotations
 

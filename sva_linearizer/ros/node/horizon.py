@@ -44,7 +44,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .compute import knot_sections
-from .record import SECTIONS, RecordDescription, decode_record, encode_records
+from .record import SECTIONS, RecordDescription, decode_record, encode_records, record_size
 
 TOPIC_REQUEST = "linearization/horizon/request"
 TOPIC_ANSWER = "linearization/horizon/answer"
@@ -214,29 +214,21 @@ def decode_request(msg, description: RecordDescription | None, max_knots: int = 
                           K[:, nq + nv:o].copy(), active == 1.0, K[:, o + C:].copy(), omit, e)
 
 
-def encode_answer(request_id: int, description_id: int, records: list) -> np.ndarray:
-    """An answer's data: the header, the knot table and the N records (each a record's data)."""
-    N = len(records)
-    head = np.zeros(ANSWER_HEADER_SIZE + 2 * N)
-    head[:ANSWER_HEADER_SIZE] = (ANSWER_FORMAT, request_id, description_id, STATUS_OK, N, 0)
-    o = head.size
-    for k, r in enumerate(records):
-        head[ANSWER_HEADER_SIZE + 2 * k], head[ANSWER_HEADER_SIZE + 2 * k + 1] = o, r.size
-        o += r.size
-    return np.concatenate([head, *records])
-
-
 def error_answer(request_id: int, description_id: int, status: int, bad_knot: int | None = None) -> np.ndarray:
     """The data of an answer without knots (status STATUS_BAD_REQUEST or STATUS_KNOT_FAILED)."""
     return np.array([ANSWER_FORMAT, request_id, description_id, status, 0, 0 if bad_knot is None else bad_knot + 1],
                     dtype=np.float64)
 
 
-def answer_msg(types, data: np.ndarray, error: str | None = None):
+def answer_msg(types, data, error: str | None = None):
     """std_msgs/Float64MultiArray of an answer: one dim labelled ``horizon_answer``, or
-    ``horizon_error: <reason>`` (one line) for an answer without knots."""
-    values = array.array("d")
-    values.frombytes(np.ascontiguousarray(data, dtype="<f8").tobytes())
+    ``horizon_error: <reason>`` (one line) for an answer without knots. ``data``: an
+    array.array('d') (taken as it is, as :func:`encode_answer` gives it) or float64 values."""
+    if isinstance(data, array.array) and data.typecode == "d":
+        values = data
+    else:
+        values = array.array("d")
+        values.frombytes(np.ascontiguousarray(data, dtype="<f8").tobytes())
     n = len(values)
     label = "horizon_answer" if error is None else "horizon_error: " + " ".join(str(error).split())
     return types.Float64MultiArray(
@@ -295,14 +287,18 @@ def decode_answer(msg, description: RecordDescription) -> HorizonAnswer:
     return HorizonAnswer(rid, desc_id, status, None, None, knots)
 
 
-def knot_records(description_id: int, request: HorizonRequest, h, contact_mode: str | None, n_loop_rows: int,
-                 nv: int, nj: int) -> list:
-    """The N records of an answer from the horizon ``h`` (:class:`sva_linearizer.Horizon`) the node
-    computed for ``request`` (its contacts: the configured ones, rigid or with their forces as
-    inputs per ``contact_mode``, then the loops, whose ``n_loop_rows`` rows close ``h.forces``).
+def encode_answer(request_id: int, description_id: int, request: HorizonRequest, h, contact_mode: str | None,
+                  n_loop_rows: int, nv: int, nj: int) -> array.array:
+    """The answer's data (status ok) for ``request`` from the horizon ``h`` (:class:`sva_linearizer.Horizon`)
+    the node computed for it (its contacts: the configured ones, rigid or with their forces as inputs
+    per ``contact_mode``, then the loops, whose ``n_loop_rows`` rows close ``h.forces``), as the
+    array.array the message will carry: the header, the knot table, then the N records.
+
     Knot k's record holds what the node's record holds for a joint state at that knot: the active
-    contacts' forces (rigid) or input forces and B's columns (forces) only, in configured order,
-    then the loops'; seq k + 1, stamp t0 + k dt."""
+    contacts' forces (rigid) or input forces and B's columns (forces) only, in configured order, then
+    the loops'; seq k + 1, stamp t0 + k dt. The knots with one layout (the same active contacts, a
+    touchdown or not) are encoded at once, their records side by side in the answer (the knot table
+    says where each knot's record is), straight into the message's buffer."""
     q = request.q.copy()
     if q.shape[1] == nv + 1:                 # a floating base: the quaternion as the State holds it
         q[:, 3:7] /= np.linalg.norm(q[:, 3:7], axis=1, keepdims=True)
@@ -312,15 +308,24 @@ def knot_records(description_id: int, request: HorizonRequest, h, contact_mode: 
     groups: dict = {}                        # the knots by their active contacts and touchdown: one layout each
     for k in range(N):
         groups.setdefault((tuple(request.active[k]), bool(touchdown[k])), []).append(k)
-    out = [None] * N
-    for (on, _), ks in groups.items():       # a group's records encoded at once, row j for knot ks[j]
+    encoded = []
+    for (on, _), ks in groups.items():
         ks = np.array(ks, dtype=np.intp)
         parts, nw, m = knot_sections(h, ks, on, contact_mode != "forces", nj, n_loop_rows, request.dt > 0.0,
                                      request.forces[ks])
         parts.update(q=q[ks], v=request.v[ks], tau=request.tau[ks])
         for name in request.omit:
             parts.pop(name, None)
-        rows = encode_records(description_id, ks + 1, stamps[ks], nv, nj, nw, m, request.dt, parts)
-        for j, k in enumerate(ks):
-            out[k] = rows[j]
-    return out
+        encoded.append((ks, nw, m, parts, record_size(parts, len(ks))))
+    head = ANSWER_HEADER_SIZE + 2 * N
+    values = array.array("d", [0.0]) * (head + sum(len(ks) * n for ks, _, _, _, n in encoded))
+    data = np.frombuffer(values, dtype=np.float64)
+    data[:ANSWER_HEADER_SIZE] = (ANSWER_FORMAT, request_id, description_id, STATUS_OK, N, 0)
+    o = head
+    for ks, nw, m, parts, n in encoded:
+        rows = data[o:o + len(ks) * n].reshape(len(ks), n)
+        encode_records(description_id, ks + 1, stamps[ks], nv, nj, nw, m, request.dt, parts, lambda K, n_: rows)
+        data[ANSWER_HEADER_SIZE + 2 * ks] = o + n * np.arange(len(ks))
+        data[ANSWER_HEADER_SIZE + 2 * ks + 1] = n
+        o += len(ks) * n
+    return values

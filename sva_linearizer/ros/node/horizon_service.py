@@ -20,8 +20,7 @@ import sva_linearizer as sl
 
 from ..wire.qos import QOS_OUTPUT, QOS_REQUEST
 from .horizon import (STATUS_BAD_REQUEST, STATUS_KNOT_FAILED, STATUS_SUPERSEDED, TOPIC_ANSWER, TOPIC_REQUEST,
-                      BadRequest, HorizonRequest, answer_msg, decode_request, encode_answer, error_answer,
-                      knot_records)
+                      BadRequest, HorizonRequest, answer_msg, decode_request, encode_answer, error_answer)
 from .record import RecordDescription
 
 #: requests that may wait for the worker; an older one waiting beyond this is superseded
@@ -101,14 +100,15 @@ class HorizonService:
             return
         try:
             h = self._linearize(model, req)
-            records = knot_records(description.id, req, h, node.params["contact_mode"] if node.contacts else None,
-                                   sum(lp.dim for lp in node.loops), model.nv, model.nj)
+            data = encode_answer(req.request_id, description.id, req, h,
+                                 node.params["contact_mode"] if node.contacts else None,
+                                 sum(lp.dim for lp in node.loops), model.nv, model.nj)
         except sl.linearization.KnotError as e:
             self.counts["failed"] += 1
             node.warn("horizon_request", f"horizon request {req.request_id}: {e}")
             self._answer(error_answer(req.request_id, description.id, STATUS_KNOT_FAILED, e.knot), str(e))
             return
-        self._answer(encode_answer(req.request_id, description.id, records))
+        self._answer(data)
         self.counts["answered"] += 1
 
     def _linearize(self, model, req: HorizonRequest):

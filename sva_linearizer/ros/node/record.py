@@ -75,6 +75,12 @@ def encode_record(description_id: int, seq: int, stamp_ns: int, nv: int, nj: int
                           lambda K, n: alloc(n).reshape(1, n))[0]
 
 
+def record_size(parts: dict, K: int = 1) -> int:
+    """The values of one record whose sections are ``parts`` (as :func:`encode_records` takes them,
+    K records' rows stacked)."""
+    return HEADER_SIZE + sum(np.size(x) // K for x in parts.values() if x is not None and K)
+
+
 def encode_records(description_id: int, seqs, stamps_ns, nv: int, nj: int, nw: int, m: int, dt: float,
                    parts: dict, alloc=None) -> np.ndarray:
     """K records of one layout (the same sizes: one model, one active contact set), row k for

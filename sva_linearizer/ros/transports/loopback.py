@@ -38,11 +38,11 @@ FASTDDS2_PROFILE = os.path.join(_DATA, "fastdds2_loopback.xml")
 
 
 def fastdds_loopback_profile_path(fastdds2: bool = False) -> str:
-    """The shipped Fast DDS profile (default participant profile): one UDPv4 transport whitelisted
-    to 127.0.0.1, no builtin transports (no shared memory, no other interfaces), initial peer
-    127.0.0.1, writers' heartbeat every 100 ms. For Fast DDS 3, or with fastdds2 for Fast DDS 2,
-    which names the heartbeat period ``heartbeatPeriod`` where Fast DDS 3 has ``heartbeat_period``
-    (each rejects the whole file with the other's name)."""
+    """The shipped Fast DDS profile (default participant profile): shared memory (4 MB segments)
+    and one UDPv4 transport whitelisted to 127.0.0.1 (4 MB socket buffers), no builtin transports
+    (no other interfaces), initial peer 127.0.0.1, writers' heartbeat every 100 ms. For Fast DDS 3,
+    or with fastdds2 for Fast DDS 2, which names the heartbeat period ``heartbeatPeriod`` where
+    Fast DDS 3 has ``heartbeat_period`` (each rejects the whole file with the other's name)."""
     return FASTDDS2_PROFILE if fastdds2 else FASTDDS_PROFILE
 
 
