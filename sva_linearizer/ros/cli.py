@@ -37,10 +37,11 @@ def _add_parameter_arguments(p, model_default="the robot_description topic", tra
 def _add_node_arguments(p):
     _add_parameter_arguments(p)
     p.add_argument("--domain-id", type=int, default=None,
-                   help="DDS transport: domain id (default: ROS_DOMAIN_ID, else 0)")
+                   help="domain id, both transports (default: ROS_DOMAIN_ID, else 0)")
     p.add_argument("--namespace", default="", help="node namespace (relative topics are resolved in it)")
     p.add_argument("--loopback", action="store_true",
-                   help="DDS transport: confine traffic to 127.0.0.1 (no multicast)")
+                   help="confine traffic to 127.0.0.1, both transports (Cyclone's loopback configuration; "
+                        "for rclpy the Fast DDS loopback profile)")
     p.add_argument("--duration", type=float, default=None, help="exit after this many seconds")
 
 

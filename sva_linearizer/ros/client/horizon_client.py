@@ -102,13 +102,19 @@ class HorizonClient:
         future._set(answer)
 
     def wait_for_node(self, timeout: float = 10.0) -> bool:
-        """Spin until the node's description has arrived and its request reader is matched."""
+        """Spin until the node's description has arrived, its request reader is matched and its
+        answer writer too (both topics are volatile: what is sent before the match is lost)."""
         end = time.monotonic() + timeout
         while time.monotonic() < end:
-            if self.description is not None and self.transport.wait_for_readers(self._pub, 0.0):
+            if self._matched():
                 return True
             self.transport.spin_once(0.02)
-        return self.description is not None and self.transport.wait_for_readers(self._pub, 0.0)
+        return self._matched()
+
+    def _matched(self) -> bool:
+        T = self.transport
+        return (self.description is not None and T.wait_for_readers(self._pub, 0.0)
+                and T.wait_for_writers(self.readers[1], 0.0))
 
     def request(self, q, v, tau, dt: float = 0.0, active=None, forces=None, t0_ns: int = 0, omit=(),
                 callback=None, restitution: float = 0.0) -> HorizonFuture:
