@@ -67,7 +67,7 @@ class Horizon:
     and loop, in order, the slice of its rows in ``forces``; columns: per contact of ``forces``,
     the slice of its columns in B.
 
-    With dt and ``touchdowns`` (else None), the touchdowns (module docstring): touchdown (N,)
+    With dt, rigid contacts and ``touchdowns`` (else None), the touchdowns (module docstring): touchdown (N,)
     bool; reset (N, 2nv, 2nv): the reset map's Jacobian at the state the step from knot k - 1
     lands in (the identity where knot k is no touchdown, and at knot 0); v_plus (N, nv): the
     velocity after the impact (v_next[k - 1] where knot k is no touchdown, v[0] at knot 0);
@@ -164,7 +164,7 @@ def linearize_horizon(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike, 
     then one per contact of ``forces``; None: all of them at every knot. restitution: e in [0, 1]
     of the impacts at the touchdowns (with dt; as ``linearize_impact``). touchdowns: False where the
     knots are not one trajectory (states linearized together): no impacts, touchdown and its
-    sections None as without dt.
+    sections None as without dt or without rigid contacts (where no knot can touch down).
 
     The knots run in lockstep lanes on the worker threads, as ``linearize_batch``'s states
     (_lanes_path); where those cannot run (mimic joints, custom joints, anchored contacts, loops
@@ -205,10 +205,10 @@ def linearize_horizon(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike, 
         o += c.dim
     nw = o
     nq = model.nq
-    out = _allocate(N, nv, nq, nj, nx, nw, m, dt is not None, dt is not None and touchdowns, schedule, tuple(rows),
-                    tuple(columns))
+    touchdowns = dt is not None and touchdowns and bool(rigid)      # a knot can gain a rigid contact
+    out = _allocate(N, nv, nq, nj, nx, nw, m, dt is not None, touchdowns, schedule, tuple(rows), tuple(columns))
     out.restitution = e
-    if dt is not None and touchdowns:
+    if touchdowns:
         on = schedule[:, :len(rigid)]
         out.touchdown = np.zeros(N, dtype=bool)
         out.touchdown[1:] = (on[1:] & ~on[:-1]).any(axis=1)
