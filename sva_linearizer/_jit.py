@@ -118,6 +118,17 @@ def is_direct(entry, fn) -> bool:
     return entry is not fn
 
 
+def direct_cached(cache: dict, key, fn, *example):
+    """`direct(fn, *example)`, kept in cache[key] once it is compiled code (the same promise on
+    the arguments' types, for every call with this key)."""
+    entry = cache.get(key)
+    if entry is None:
+        entry = direct(fn, *example)
+        if is_direct(entry, fn):
+            cache[key] = entry
+    return entry
+
+
 class DirectEntry:
     """`direct(fn, *example)` found on first use and kept once it is compiled code: a caller calls
     `(e.code or e.get())(...)` (an attribute read on the hot path). While fn's compile group is

@@ -337,23 +337,28 @@ def test_while_the_lane_groups_compile_the_knots_run_the_one_state_pipeline(solo
         _check_knots(solo, free, Q, V, T, dt, [], np.zeros((N, 0), bool))
 
 
-def test_a_loop_acts_at_every_knot_beside_switched_contacts(monkeypatch):
-    """A closed loop (always active, its rows after the contacts') beside a point contact switched
-    by the schedule, on a random two-legged tree (revolute, prismatic and helical joints): in the
-    lanes, every knot equals linearize with the loop and the contacts active there."""
+def loop_beside_a_foot(rng, N):
+    """A random two-legged tree (revolute, prismatic and helical joints) with a closed loop between
+    its legs and a point foot active at every third knot from knot 0: (model, Q, V, T, loop, foot,
+    schedule (N, 1)) for N random knots."""
     from fd_tools import random_state, random_tree
     from test_contacts_fd import TWO_LEGS
 
-    _lanes_only(monkeypatch)
-    rng = np.random.default_rng(29)
     model = random_tree(rng, n=14, floating_base=True, parents=TWO_LEGS)
-    N = 11
     states = [random_state(model, rng) for _ in range(N)]
     Q, V = np.stack([s.q for s in states]), np.stack([s.v for s in states])
     T = rng.normal(size=(N, model.nj))
     loop = sl.Loop("j6", "j13", "revolute", offset_a=(0.1, 0, 0), axis=(0, 1, 0), baumgarte=(0.0, 3.0))
     foot = sl.Contact("j3", "point", "world_aligned")
-    schedule = (np.arange(N) % 3 == 0)[:, None]
+    return model, Q, V, T, loop, foot, (np.arange(N) % 3 == 0)[:, None]
+
+
+def test_a_loop_acts_at_every_knot_beside_switched_contacts(monkeypatch):
+    """A closed loop (always active, its rows after the contacts') beside a point contact switched
+    by the schedule, on a random two-legged tree (revolute, prismatic and helical joints): in the
+    lanes, every knot equals linearize with the loop and the contacts active there."""
+    _lanes_only(monkeypatch)
+    model, Q, V, T, loop, foot, schedule = loop_beside_a_foot(np.random.default_rng(29), 11)
     h = sl.linearize_horizon(model, Q, V, T, 0.01, contacts=[foot, loop], active=schedule)
     assert h.rows == (slice(0, 3), slice(3, 8))
     _check_knots(model, h, Q, V, T, 0.01, [foot], schedule, loops=[loop])

@@ -19,6 +19,7 @@ from sva_linearizer.ros.node.horizon import (MAX_KNOTS, STATUS_BAD_REQUEST, STAT
 from sva_linearizer.ros.wire.messages import joint_state_msg, odometry_msg  # noqa: E402
 from sva_linearizer.ros.node.node import LinearizerNode  # noqa: E402
 from sva_linearizer.robots import load_robot  # noqa: E402
+from sva_linearizer.ros.demo.bench import trot_schedule  # noqa: E402
 from sva_linearizer.ros.node.record import RecordDescription  # noqa: E402
 
 FEET = ["FL_FOOT", "FR_FOOT", "HL_FOOT", "HR_FOOT"]
@@ -67,8 +68,7 @@ def test_the_answer_holds_each_knot_as_linearize_gives_it_with_the_schedule():
         rng = np.random.default_rng(1)
         N, dt = 12, 0.02
         Q, V, T = knots(p.model, N, rng)
-        first = (np.arange(N) // 4) % 2 == 0
-        active = np.stack([first, ~first, ~first, first], axis=1)
+        active = trot_schedule(N, 4)
         ans, msg = p.request(77, Q, V, T, dt, active)
         assert ans.ok and ans.request_id == 77 and len(ans.knots) == N and msg.layout.dim[0].label == "horizon_answer"
         for k, rec in enumerate(ans.knots):
@@ -166,8 +166,7 @@ def test_a_planner_in_another_process_gets_its_horizon_over_ros2(node_transport)
         rng = np.random.default_rng(7)
         N, dt = 50, 0.01
         Q, V, T = knots(model, N, rng)
-        first = (np.arange(N) // 8) % 2 == 0
-        active = np.stack([first, ~first, ~first, first], axis=1)
+        active = trot_schedule(N, 8)
         answer = client.request(Q, V, T, dt, active).result(timeout=60.0)
         assert answer.ok and len(answer.knots) == N, answer.error
         feet = [sl.Contact(f, reference="world_aligned") for f in FEET]
@@ -200,8 +199,7 @@ def test_a_touchdown_knot_carries_the_impact_and_the_others_do_not():
         rng = np.random.default_rng(3)
         N, dt = 24, 0.01
         Q, V, T = knots(p.model, N, rng)
-        first = (np.arange(N) // 8) % 2 == 0
-        active = np.stack([first, ~first, ~first, first], axis=1)
+        active = trot_schedule(N, 8)
         feet = [sl.Contact(f, reference="world_aligned") for f in FEET]
         for e in (0.5, 0.0):
             if e:

@@ -179,18 +179,10 @@ def test_a_loop_holds_through_each_touchdown_and_states_apart_have_none():
     on a random two-legged tree: at each touchdown the impact closes the contact and holds the loop,
     its impulses in both their rows; touchdowns=False (states that are not one trajectory, as the
     node's per-state stream): no impact, the fields None, the knots unchanged."""
-    from fd_tools import random_state, random_tree
-    from test_contacts_fd import TWO_LEGS
+    from test_horizon import loop_beside_a_foot
 
-    rng = np.random.default_rng(35)
-    model = random_tree(rng, n=14, floating_base=True, parents=TWO_LEGS)
     N, dt, e = 11, 0.01, 0.5
-    states = [random_state(model, rng) for _ in range(N)]
-    Q, V = np.stack([s.q for s in states]), np.stack([s.v for s in states])
-    T = rng.normal(size=(N, model.nj))
-    loop = sl.Loop("j6", "j13", "revolute", offset_a=(0.1, 0, 0), axis=(0, 1, 0), baumgarte=(0.0, 3.0))
-    foot = sl.Contact("j3", "point", "world_aligned")
-    schedule = (np.arange(N) % 3 == 0)[:, None]
+    model, Q, V, T, loop, foot, schedule = loop_beside_a_foot(np.random.default_rng(35), N)
     h = sl.linearize_horizon(model, Q, V, T, dt, contacts=[foot, loop], active=schedule, restitution=e)
     assert np.flatnonzero(h.touchdown).tolist() == [3, 6, 9] and h.impulses.shape == (N, 8)
     nx = 2 * model.nv

@@ -41,7 +41,7 @@ from numpy.typing import ArrayLike
 if TYPE_CHECKING:
     from ..model import Model
 
-from .._jit import HAVE_NUMBA, compiled, decide_groups, direct, is_direct, njit
+from .._jit import HAVE_NUMBA, compiled, decide_groups, direct_cached, njit
 from .._arrays import kernel_array, real_array
 from .._intrinsics import borrow
 from ..algorithms.status import LANES_FAILED
@@ -177,12 +177,7 @@ def _lanes_entry(width, args):
     """batch_lanes for its one signature at this width (the arrays FreeLanes passes: kernel_array's
     and _out_arrays' C-contiguous float64, int64 positions, the workspaces' aligned ones), called
     without numba's type dispatch (~0.1 us for each of its 24 arguments)."""
-    entry = _LANES_ENTRY.get(width)
-    if entry is None:
-        entry = direct(batch_lanes, *args)
-        if is_direct(entry, batch_lanes):
-            _LANES_ENTRY[width] = entry
-    return entry
+    return direct_cached(_LANES_ENTRY, width, batch_lanes, *args)
 
 
 def _batch_arrays(model, q_batch, v_batch, tau_batch):

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .._jit import compiled, decide_groups, direct, is_direct, njit
+from .._jit import compiled, decide_groups, direct_cached, njit
 from .._intrinsics import borrow
 from .._lanes import (LaneExtras, aligned_empty, as_lanes, chunk_size, copy_out, copy_rows, interleave,
                       lane_width, matmul, redo_failed_groups)
@@ -393,12 +393,7 @@ def _lanes_entry(width, args):
     and _out_arrays' C-contiguous float64, int64 positions and rows, the plan's and the lane
     buffers' arrays), called without numba's type dispatch (~0.1 us for each of its 30
     arguments)."""
-    entry = _LANES_ENTRY.get(width)
-    if entry is None:
-        entry = direct(contacts_lanes, *args)
-        if is_direct(entry, contacts_lanes):
-            _LANES_ENTRY[width] = entry
-    return entry
+    return direct_cached(_LANES_ENTRY, width, contacts_lanes, *args)
 
 
 def batch_contacts(model: Model, Q, V, T, OA, OB, contacts, per_state, nthreads, run_workers, dt=0.0):

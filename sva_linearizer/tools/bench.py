@@ -1028,18 +1028,11 @@ def add_subcommand(sub):
     bp.add_argument("--repeat", type=int, default=15, help="timing runs per figure (median)")
     bp.add_argument("--no-cold", action="store_true",
                     help="skip the cold-start measurement (it compiles everything, ~1 min)")
-    bp.add_argument("--contacts", action=argparse.BooleanOptionalAction, default=True,
-                    help="also the contact rows (rigid contacts on the feet vs Pinocchio's "
-                         "constraintDynamics + derivatives; default: on)")
-    bp.add_argument("--contact-robots", default=",".join(DEFAULT_CONTACT_ROBOTS),
-                    help=f"robots of the contact rows (default: %(default)s; known: {', '.join(CONTACT_FEET)})")
-    bp.add_argument("--only-contacts", action="store_true", help="the contact rows alone")
-    bp.add_argument("--second-order", action=argparse.BooleanOptionalAction, default=True,
-                    help="also the second-order rows (extended_inverse_dynamics_second_derivatives vs "
-                         "central differences of Pinocchio's computeRNEADerivatives; default: on)")
-    bp.add_argument("--second-order-robots", default=",".join(DEFAULT_SECOND_ORDER_ROBOTS),
-                    help="robots of the second-order rows (default: %(default)s)")
-    bp.add_argument("--only-second-order", action="store_true", help="the second-order rows alone")
+    _row_options(bp, "contacts", "contact-robots", DEFAULT_CONTACT_ROBOTS, "contact rows",
+                 "rigid contacts on the feet vs Pinocchio's constraintDynamics + derivatives", CONTACT_FEET)
+    _row_options(bp, "second-order", "second-order-robots", DEFAULT_SECOND_ORDER_ROBOTS, "second-order rows",
+                 "extended_inverse_dynamics_second_derivatives vs central differences of Pinocchio's "
+                 "computeRNEADerivatives")
     bp.add_argument("--horizon", type=int, default=64,
                     help="states of the horizon rows (linearize_batch per state against Pinocchio's bare "
                          "loop; default: %(default)s; 0: no horizon rows)")
@@ -1049,20 +1042,22 @@ def add_subcommand(sub):
                     help="robots of the horizon rows with contacts, and of linearize_horizon's rows on a trot "
                          "(the other horizon robots: free) (default: %(default)s)")
     bp.add_argument("--only-horizon", action="store_true", help="the horizon rows alone")
-    bp.add_argument("--impacts", action=argparse.BooleanOptionalAction, default=True,
-                    help="also the impact rows (linearize_impact vs Pinocchio's impulseDynamics + "
-                         "derivatives; default: on)")
-    bp.add_argument("--impact-robots", default=",".join(DEFAULT_IMPACT_ROBOTS),
-                    help=f"robots of the impact rows (default: %(default)s; known: {', '.join(CONTACT_FEET)})")
-    bp.add_argument("--only-impacts", action="store_true", help="the impact rows alone")
-    bp.add_argument("--centroidal", action=argparse.BooleanOptionalAction, default=True,
-                    help="also the centroidal rows (centroidal_derivatives vs Pinocchio's "
-                         "computeCentroidalDynamicsDerivatives; default: on)")
-    bp.add_argument("--centroidal-robots", default=",".join(DEFAULT_CENTROIDAL_ROBOTS),
-                    help="robots of the centroidal rows (default: %(default)s)")
-    bp.add_argument("--only-centroidal", action="store_true", help="the centroidal rows alone")
+    _row_options(bp, "impacts", "impact-robots", DEFAULT_IMPACT_ROBOTS, "impact rows",
+                 "linearize_impact vs Pinocchio's impulseDynamics + derivatives", CONTACT_FEET)
+    _row_options(bp, "centroidal", "centroidal-robots", DEFAULT_CENTROIDAL_ROBOTS, "centroidal rows",
+                 "centroidal_derivatives vs Pinocchio's computeCentroidalDynamicsDerivatives")
     bp.add_argument("--json", help="also write the figures to this JSON file")
     bp.set_defaults(func=cmd_bench)
+
+
+def _row_options(bp, name: str, robots_flag: str, robots, rows: str, what: str, known=None) -> None:
+    """--NAME/--no-NAME (the rows, default on), --ROBOTS_FLAG (their robots) and --only-NAME."""
+    bp.add_argument(f"--{name}", action=argparse.BooleanOptionalAction, default=True,
+                    help=f"also the {rows} ({what}; default: on)")
+    bp.add_argument(f"--{robots_flag}", default=",".join(robots),
+                    help=f"robots of the {rows} (default: %(default)s"
+                         + (f"; known: {', '.join(known)})" if known else ")"))
+    bp.add_argument(f"--only-{name}", action="store_true", help=f"the {rows} alone")
 
 
 def _names(text):

@@ -84,28 +84,26 @@ class FakeTransport:
     def advance(self, seconds):
         """Let `seconds` of steady time pass, running each steady timer whenever it is due."""
         end = self.steady + int(seconds * 1e9)
-        while True:
-            due = [t for t in self.steady_timers if t.due is not None and t.due <= end]
-            if not due:
-                break
-            t = min(due, key=lambda t: t.due)
-            self.steady = t.due
-            t.due += t.period_ns
-            t.callback()
+        self._run_due(lambda due: due <= end)
         self.steady = end
 
     def run_timers_before(self, ns):
         """Run each steady timer due before steady time ``ns`` (exact nanoseconds), then set the clock to ``ns``
         (a timer due at ``ns`` itself runs later, after what arrives at ``ns``)."""
+        self._run_due(lambda due: due < ns)
+        self.steady = ns
+
+    def _run_due(self, is_due):
+        """Run the steady timers, earliest first, while one has a due time that ``is_due``, each at
+        its due time (the steady clock set to it)."""
         while True:
-            due = [t for t in self.steady_timers if t.due is not None and t.due < ns]
+            due = [t for t in self.steady_timers if t.due is not None and is_due(t.due)]
             if not due:
-                break
+                return
             t = min(due, key=lambda t: t.due)
             self.steady = t.due
             t.due += t.period_ns
             t.callback()
-        self.steady = ns
 
     def deliver(self, topic, msg, recv_ns=None):
         return self.subs[topic](msg, self.clock_ns if recv_ns is None else recv_ns)
