@@ -73,6 +73,21 @@ PLAIN_ONLY = "plain_only"
 HELPER_OPTIONS = {"inline": "never", "forceinline": True}
 
 
+_ENV_BYTES = getattr(os.environ, "_data", None)
+if not (isinstance(_ENV_BYTES, dict) and all(type(k) is bytes for k in _ENV_BYTES)):
+    _ENV_BYTES = None
+
+
+def env(name: str) -> str | None:
+    """os.environ.get(name) for the settings read on every call (the lane width, the threads):
+    on POSIX a look-up in os.environ's own dict of encoded names, which its setters keep in step,
+    where os.environ.get raises and catches a KeyError for a name that is not set (~0.7 us)."""
+    if _ENV_BYTES is None:
+        return os.environ.get(name)
+    value = _ENV_BYTES.get(name.encode())
+    return None if value is None else os.fsdecode(value)
+
+
 def njit(fn=None, *, parallel=False, inline="never", group=None):
     """Compile in nopython mode with numba's on-disk cache, or return `fn` unchanged. group: the
     compile group (default: the module's COMPILE_GROUP, else "core"). inline:

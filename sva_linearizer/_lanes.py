@@ -38,7 +38,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._jit import HAVE_NUMBA, njit
+from ._jit import HAVE_NUMBA, env, njit
+from ._intrinsics import flat_view
 
 
 def any_lane(c):
@@ -75,14 +76,13 @@ _HOST_WIDTH = None     # the host CPU's width, asked of LLVM once (~0.3 ms)
 def lane_width() -> int:
     """L for this machine: 8 doubles with AVX-512, 4 with AVX or AVX2, else 2 (SSE2); 1 without
     numba. SVA_LINEARIZER_LANES overrides it (2, 4 or 8)."""
-    import os
-
     global _HOST_WIDTH
-    env = os.environ.get("SVA_LINEARIZER_LANES", "").strip()
-    if env:
-        if env not in ("2", "4", "8"):
-            raise ValueError(f"SVA_LINEARIZER_LANES must be 2, 4 or 8, got {env!r}")
-        return int(env)
+    setting = env("SVA_LINEARIZER_LANES")
+    if setting and setting.strip():
+        setting = setting.strip()
+        if setting not in ("2", "4", "8"):
+            raise ValueError(f"SVA_LINEARIZER_LANES must be 2, 4 or 8, got {setting!r}")
+        return int(setting)
     if not HAVE_NUMBA:
         return 1
     if _HOST_WIDTH is None:
@@ -411,48 +411,57 @@ if HAVE_NUMBA:
 
 
     @intrinsic
-    def store_transposed(typingctx, src, dst, r, c, idx, lo):
-        """dst[idx[lo + l], r, c + j] = src[r, c + j][l] for j, l < L: an L x L block of lanes (L
-        consecutive vectors of L states) written as L vectors, one along each state's row of dst
-        (a transpose in registers). src: 2-D Lanes, dst: 3-D float64 with contiguous rows, idx:
-        1-D int64 (the states' rows in dst); the caller guarantees c + L <= src's and dst's
-        columns and lo + L <= idx's length."""
-        if not (isinstance(src, types.Array) and isinstance(src.dtype, Lanes) and src.ndim == 2
+    def store_transposed(typingctx, src, s, dst, r, c, idx, lo):
+        """dst[idx[lo + l]] from entry (r, c) on, L consecutive doubles = lane l of src[s + j] for
+        j, l < L: an L x L block of lanes (L consecutive vectors of L states) written as L vectors,
+        one into each state's matrix (a transpose in registers: log2(L) rounds of L two-vector
+        shuffles, each round swapping one bit of the vector's index with the same bit of the
+        element's). src: 1-D Lanes, dst: 3-D float64, idx: 1-D int64 (the states' matrices in dst);
+        the caller guarantees s + L <= len(src), lo + L <= len(idx), and that the L doubles from
+        dst[i, r, c] on lie in dst[i] (within a row, or across rows where dst[i] is contiguous)."""
+        if not (isinstance(src, types.Array) and isinstance(src.dtype, Lanes) and src.ndim == 1
                 and isinstance(dst, types.Array) and dst.dtype == types.float64 and dst.ndim == 3
                 and isinstance(idx, types.Array) and isinstance(idx.dtype, types.Integer) and idx.ndim == 1):
             return None
         L = src.dtype.width
 
         def codegen(context, builder, sig, args):
-            sty, dty, ity = sig.args[0], sig.args[1], sig.args[4]
+            sty, dty, ity = sig.args[0], sig.args[2], sig.args[5]
             S = make_array(sty)(context, builder, args[0])
-            D = make_array(dty)(context, builder, args[1])
-            IX = make_array(ity)(context, builder, args[4])
-            rr, cc, l0 = args[2], args[3], args[5]
+            D = make_array(dty)(context, builder, args[2])
+            IX = make_array(ity)(context, builder, args[5])
+            s0, rr, cc, l0 = args[1], args[3], args[4], args[6]
             intp = context.get_value_type(types.intp)
             vt = ir.VectorType(ir.DoubleType(), L)
             cols = []
             for j in range(L):
-                p = cgutils.get_item_pointer(context, builder, sty, S, [rr, builder.add(cc, ir.Constant(intp, j))])
+                p = cgutils.get_item_pointer(context, builder, sty, S, [builder.add(s0, ir.Constant(intp, j))])
                 cols.append(builder.load(builder.bitcast(p, vt.as_pointer()), align=8))
+            bit = 1
+            while bit < L:              # swap this bit of the vector's and the element's index
+                for i in range(L):
+                    if i & bit:
+                        continue
+                    first = [e if not e & bit else L + (e ^ bit) for e in range(L)]
+                    second = [e ^ bit if not e & bit else L + e for e in range(L)]
+                    a, b = cols[i], cols[i | bit]
+                    cols[i] = builder.shuffle_vector(a, b, ir.Constant(ir.VectorType(_I32, L), first))
+                    cols[i | bit] = builder.shuffle_vector(a, b, ir.Constant(ir.VectorType(_I32, L), second))
+                bit *= 2
             for lane in range(L):
-                k = ir.Constant(_I32, lane)
-                row = ir.Constant(vt, ir.Undefined)
-                for j in range(L):
-                    row = builder.insert_element(row, builder.extract_element(cols[j], k), ir.Constant(_I32, j))
                 pi = cgutils.get_item_pointer(context, builder, ity, IX, [builder.add(l0, ir.Constant(intp, lane))])
                 state = context.cast(builder, builder.load(pi), ity.dtype, types.intp)
                 p = cgutils.get_item_pointer(context, builder, dty, D, [state, rr, cc])
-                builder.store(row, builder.bitcast(p, vt.as_pointer()), align=8)
+                builder.store(cols[lane], builder.bitcast(p, vt.as_pointer()), align=8)
             return context.get_dummy_value()
-        return types.void(src, dst, types.intp, types.intp, idx, types.intp), codegen
+        return types.void(src, types.intp, dst, types.intp, types.intp, idx, types.intp), codegen
 
 else:
     def as_lanes(arr, tag):
         """Lanes are numba's: without numba the batch computes one state at a time."""
         raise RuntimeError("sva_linearizer: lanes need numba")
 
-    def store_transposed(src, dst, r, c, idx, lo):
+    def store_transposed(src, s, dst, r, c, idx, lo):
         """Lanes are numba's (see as_lanes)."""
         raise RuntimeError("sva_linearizer: lanes need numba")
 
@@ -472,15 +481,31 @@ def interleave(X, XL, idx, lo, hi):
 @njit(inline="always")
 def copy_out(XL, X, OX, idx, lo, hi):
     """OX[idx[lo + l]] = lane l of X (XL: the same memory as floats, (rows, cols, L)) for l < hi -
-    lo: blocks of L columns of a full group transposed in registers (store_transposed), the rest one
-    entry at a time. OX may have more columns than X (those are left as they are)."""
+    lo. A full group goes out in L x L blocks transposed in registers (store_transposed): along
+    each state's whole matrix where it is contiguous in OX, else along each row (rows of L or more
+    columns), the last block of either overlapping the one before it; anything else one entry at a
+    time. OX may have more columns than X (those are left as they are)."""
     width = XL.shape[2]
     rows, cols = XL.shape[0], XL.shape[1]
-    c_end = cols - cols % width if hi - lo == width else 0
+    n = rows * cols
+    Xf = flat_view(X)
+    if hi - lo == width:
+        if OX.shape[2] == cols and OX.strides[2] == 8 and OX.strides[1] == 8 * cols and n >= width:
+            for s in range(0, n - width + 1, width):
+                store_transposed(Xf, s, OX, s // cols, s % cols, idx, lo)
+            if n % width:
+                s = n - width
+                store_transposed(Xf, s, OX, s // cols, s % cols, idx, lo)
+            return
+        if cols >= width and OX.strides[2] == 8:
+            for r in range(rows):
+                for c in range(0, cols - width + 1, width):
+                    store_transposed(Xf, r * cols + c, OX, r, c, idx, lo)
+                if cols % width:
+                    store_transposed(Xf, r * cols + cols - width, OX, r, cols - width, idx, lo)
+            return
     for r in range(rows):
-        for c in range(0, c_end, width):
-            store_transposed(X, OX, r, c, idx, lo)
-        for c in range(c_end, cols):
+        for c in range(cols):
             for lane in range(hi - lo):
                 OX[idx[lo + lane], r, c] = XL[r, c, lane]
 
@@ -500,7 +525,10 @@ def copy_rows(XL, OX, idx, rows, lo, hi):
 
 def chunk_size(n: int, width: int, nthreads: int) -> int:
     """States per call of a batch's worker threads: whole lockstep groups of `width` (1: one state
-    at a time), a few calls per thread, so that a thread slowed down by other work takes fewer."""
+    at a time), a few calls per thread, so that a thread slowed down by other work takes fewer; on
+    one thread, all of them in one call."""
+    if nthreads <= 1:
+        return max(1, n)
     if width > 1:
         return width * max(1, min(8, -(-n // width) // (2 * nthreads)))
     return max(1, min(16, n // (8 * nthreads)))

@@ -15,7 +15,7 @@ import sva_linearizer as sl
 from sva_linearizer._jit import HAVE_NUMBA, compiled, decide_groups
 from sva_linearizer._lanes import lane_width
 from sva_linearizer.robots import KNOWN_ROBOTS, load_robot
-from sva_linearizer.tools.profile import random_states
+from sva_linearizer.tools.samples import random_states
 
 needs_numba = pytest.mark.skipif(not HAVE_NUMBA, reason="lanes are numba's (without it a batch runs state by state)")
 
@@ -58,6 +58,40 @@ def test_lane_arithmetic_is_numpys_lane_by_lane(width):
     Y[0, width - 1] = np.inf
     kernel(X, Y, OUT, flags, (0.0,) * width)
     assert not flags[2]
+
+
+@needs_numba
+@pytest.mark.parametrize("width", [2, 4, 8])
+def test_copy_out_writes_each_lane_to_its_state(width):
+    """copy_out against numpy's de-interleave: matrices smaller than a block, of whole blocks and
+    with a remainder, whole groups and a last group part full, states in any order, and outputs
+    with more columns than the lanes' matrix (those columns untouched)."""
+    import numba
+
+    from sva_linearizer._lanes import aligned_empty, as_lanes, copy_out
+
+    @numba.njit
+    def kernel(XL, OX, idx, lo, hi, tag):
+        copy_out(XL, as_lanes(XL, tag), OX, idx, lo, hi)
+
+    rng = np.random.default_rng(5)
+    tag = (0.0,) * width
+    for rows, cols, extra in ((1, 1, 0), (1, 3, 0), (3, 5, 0), (12, 12, 0), (12, 6, 0), (7, 11, 0),
+                              (70, 70, 0), (70, 29, 3), (6, 2 * width + 1, 2), (5, width, 1)):
+        XL = aligned_empty((rows, cols, width), width)
+        XL[:] = rng.normal(size=XL.shape)
+        N = 3 * width
+        idx = rng.permutation(N).astype(np.int64)
+        for lo, hi in ((width, 2 * width), (2 * width, 2 * width + max(1, width - 1))):
+            OX = np.full((N, rows, cols + extra), np.nan)
+            kernel(XL, OX, idx, lo, hi, tag)
+            for p in range(N):
+                i = idx[p]
+                if lo <= p < hi:
+                    assert np.array_equal(OX[i, :, :cols], XL[..., p - lo]), (rows, cols, extra, lo, hi, p)
+                    assert np.isnan(OX[i, :, cols:]).all()
+                else:
+                    assert np.isnan(OX[i]).all()
 
 
 @needs_numba

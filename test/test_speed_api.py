@@ -6,6 +6,7 @@ import pytest
 
 import sva_linearizer as sl
 from fd_tools import e_max, perturbed, random_state, random_tree
+from sva_linearizer._jit import HAVE_NUMBA
 from sva_linearizer.robots import load_robot
 from sva_linearizer.spatial import se3_exp, se3_log
 
@@ -308,6 +309,22 @@ def test_profile_command_counts_and_times_every_stage(capsys):
     out = capsys.readouterr().out
     for stage in STAGES + ("dispatch", "Python"):
         assert any(line.strip().startswith(stage) for line in out.splitlines()), stage
+
+
+@pytest.mark.skipif(not HAVE_NUMBA, reason="the horizon's parts are lane kernels (numba's)")
+def test_profile_horizon_times_the_parts_that_give_the_batchs_outputs(capsys):
+    """`sva-linearizer profile --horizon`: the lane pipeline and the copy-out, timed alone, give
+    every state's A and B of linearize_batch (the command checks it, and fails otherwise), and each
+    part is printed."""
+    from sva_linearizer.cli import main
+    from sva_linearizer.tools.horizon_bounds import PARTS
+
+    assert main(["profile", "ur5", "solo12", "--horizon", "19", "--runs", "3"]) == 0
+    out = capsys.readouterr().out
+    header = next(line for line in out.splitlines() if line.startswith("robot"))
+    assert all(p in header for p in PARTS)
+    assert any(line.startswith("ur5") for line in out.splitlines())
+    assert any(line.startswith("solo12") for line in out.splitlines())
 
 
 def test_read_only_inputs_give_the_same_numbers_and_compile_nothing():

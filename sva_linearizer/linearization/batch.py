@@ -41,14 +41,15 @@ from numpy.typing import ArrayLike
 if TYPE_CHECKING:
     from ..model import Model
 
-from .._jit import HAVE_NUMBA, compiled, decide_groups, direct_cached, njit
-from .._arrays import kernel_array, real_array
+from .._jit import HAVE_NUMBA, compiled, decide_groups, direct_cached, env, njit
+from .._arrays import _FLOAT64, kernel_array, real_array
 from .._intrinsics import borrow
 from ..algorithms.status import LANES_FAILED
 from .._lanes import (LaneExtras, aligned_empty, as_lanes, chunk_size, copy_out, interleave, lane_width,
                       redo_failed_groups)
 
 COMPILE_GROUP = "batch"     # the compile group of this module's kernels (_jit)
+_ndarray = np.ndarray
 from ..coupling import is_coupled
 from ..data import check_fits, get_data
 from ..layout import views
@@ -78,6 +79,19 @@ def num_threads() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # pragma: no cover - not Linux
         return max(1, os.cpu_count() or 1)
+
+
+def _batch_threads(n: int, width: int, nv: int) -> int:
+    """Worker threads for n states in groups of `width`: SVA_LINEARIZER_NUM_THREADS, else one per
+    THREAD_WORK of work (nv^2 per state, as the pipeline's cost grows; at least one: a horizon of
+    small robots is done before a second thread would have taken its share) and at most the CPUs
+    available; never more than the groups."""
+    groups = -(-n // width)
+    setting = env("SVA_LINEARIZER_NUM_THREADS")
+    if setting and setting.strip() or not HAVE_NUMBA:
+        return min(num_threads(), groups)
+    by_work = max(1, n * nv * nv // THREAD_WORK)
+    return 1 if by_work == 1 else min(num_threads(), groups, by_work)
 
 
 def _executor(workers):
@@ -183,6 +197,16 @@ def _lanes_entry(width, args):
 def _batch_arrays(model, q_batch, v_batch, tau_batch):
     """(N, nq), (N, nv), (N, nj) contiguous float arrays of the right shapes (no copy when they
     already are). Their values are checked in the compiled call."""
+    nj = len(model.bodies)
+    nv = nj + 6 if model.floating_base else nj
+    nq = nv + 1 if model.floating_base else nv
+    if (type(q_batch) is _ndarray and type(v_batch) is _ndarray and type(tau_batch) is _ndarray
+            and q_batch.dtype is _FLOAT64 and v_batch.dtype is _FLOAT64 and tau_batch.dtype is _FLOAT64
+            and q_batch.ndim == 2 and v_batch.ndim == 2 and tau_batch.ndim == 2
+            and q_batch.shape[1] == nq and v_batch.shape[1] == nv and tau_batch.shape[1] == nj
+            and q_batch.shape[0] == v_batch.shape[0] == tau_batch.shape[0]
+            and q_batch.flags.carray and v_batch.flags.carray and tau_batch.flags.carray):
+        return q_batch, v_batch, tau_batch      # (what the checks below accept as they are)
     arrs = []
     for name, X in (("q", q_batch), ("v", v_batch), ("tau", tau_batch)):
         try:
@@ -199,7 +223,7 @@ def _batch_arrays(model, q_batch, v_batch, tau_batch):
     if V.shape[0] != N or T.shape[0] != N:
         raise ValueError(f"linearize_batch: q, v, tau have different batch sizes {Q.shape[0]}, "
                          f"{V.shape[0]}, {T.shape[0]}")
-    for name, X, size in (("q", Q, model.nq), ("v", V, model.nv), ("tau", T, model.nj)):
+    for name, X, size in (("q", Q, nq), ("v", V, nv), ("tau", T, nj)):
         if X.shape[1] != size:
             raise ValueError(f"linearize_batch: {name} rows must have size {size}, got {X.shape[1]}")
     return Q, V, T
@@ -224,8 +248,7 @@ def linearize_batch(model: Model, q_batch: ArrayLike, v_batch: ArrayLike, tau_ba
         dt = check_dt(dt)
     if contacts or forces:
         return _batch_contacts(model, Q, V, T, dt, out, contacts, forces)
-    N = Q.shape[0]
-    nv, nj = model.nv, model.nj
+    N, nv, nj = V.shape[0], V.shape[1], T.shape[1]
     nx = 2 * nv
     if out is None and N * nx * (nx + nj) > 2 ** 23:     # (reading the free memory costs ~20 us)
         check_fits(model, 8 * N * nx * (nx + nj), "output")
@@ -249,30 +272,26 @@ def linearize_batch(model: Model, q_batch: ArrayLike, v_batch: ArrayLike, tau_ba
             elif coupled:
                 OA[i], OB[i] = lin.A, lin.B
         return OA, OB
-    decide_groups("batch")
-    width = lane_width() if compiled("batch") else 1
-    groups = -(-N // width)
-    nthreads = min(num_threads(), groups)
-    if not os.environ.get("SVA_LINEARIZER_NUM_THREADS", "").strip():
-        # a thread per THREAD_WORK of work (nv^2 per state, as the pipeline's cost grows), at least one:
-        # a horizon of small robots is done before a second thread would have taken its share
-        nthreads = min(nthreads, max(1, N * nv * nv // THREAD_WORK))
-    counter = itertools.count()
+    width = lane_width() if compiled("batch") else 1      # (decides the group: _jit.decide_groups)
+    nthreads = _batch_threads(N, width, nv)
     status = np.zeros(N, dtype=np.int64)
-    chunk = chunk_size(N, width, nthreads)
-    run = FreeLanes(d, width, dt or 0.0, Q, V, T, np.arange(N, dtype=np.int64), OA, OB, LaneExtras.none(),
-                    status, nthreads)
+    run = FreeLanes(d, width, dt or 0.0, Q, V, T, _positions(N), OA, OB, _NO_EXTRAS, status, nthreads)
+    if nthreads == 1:
+        run(0, 0, N)
+    else:
+        counter = itertools.count()
+        chunk = chunk_size(N, width, nthreads)
 
-    def work(t):
-        while True:
-            lo = next(counter) * chunk
-            if lo >= N:
-                return
-            run(t, lo, min(N, lo + chunk))
+        def work(t):
+            while True:
+                lo = next(counter) * chunk
+                if lo >= N:
+                    return
+                run(t, lo, min(N, lo + chunk))
 
-    _run_workers(work, nthreads, ("batch",))
-    bad = np.flatnonzero(status)
-    if bad.size:    # the first bad state again, on a workspace of its own, for the message
+        _run_workers(work, nthreads, ("batch",))
+    bad = np.flatnonzero(status) if run.failed else ()
+    if len(bad):    # the first bad state again, on a workspace of its own, for the message
         i = int(bad[0])
         d1 = d.copy()
         A1, B1 = np.empty((nx, nx)), np.empty((nx, nj))
@@ -281,6 +300,21 @@ def linearize_batch(model: Model, q_batch: ArrayLike, v_batch: ArrayLike, tau_ba
         err = status_error(model, d1, s1, Q[i], V[i], T[i], A1, B1)
         raise ValueError(f"linearize_batch: state {i}: {err}")
     return OA, OB
+
+
+_POSITIONS = np.arange(0, dtype=np.int64)
+_TAGS = {L: (0.0,) * L for L in (2, 4, 8)}     # the lane kernels' width, as a tuple's length (as_lanes)
+_NO_EXTRAS = LaneExtras.none()                  # nothing beside A, B (never written to)
+
+
+def _positions(n: int) -> np.ndarray:
+    """0..n-1 as int64, the positions of a batch's states: one array shared by every batch (the
+    lane kernels only read it; writeable, since that is the type their one signature takes)."""
+    global _POSITIONS
+    p = _POSITIONS
+    if p.shape[0] < n:
+        p = _POSITIONS = np.arange(max(n, 2 * p.shape[0]), dtype=np.int64)
+    return p[:n]
 
 
 def nu_offset(d) -> int:
@@ -296,17 +330,18 @@ class FreeLanes:
     OA, OB and `extra`, a LaneExtras) at lane width L (1: one state at a time, while batch_lanes is
     not compiled), on the worker threads 0..nthreads-1: run(t, lo, hi) computes positions lo..hi-1
     on thread t's workspace of the Data d (the calling thread's, get_data), status[p] set; a
-    failed lockstep group again state by state (_lanes.redo_failed_groups)."""
+    failed lockstep group again state by state (_lanes.redo_failed_groups); `failed`: whether some
+    state may have a non-zero status."""
 
     def __init__(self, d, width, dt, Q, V, T, idx, OA, OB, extra, status, nthreads):
         self.d, self.width, self.dt = d, width, dt
+        self.failed = False
         self.Q, self.V, self.T, self.idx, self.OA, self.OB, self.extra = Q, V, T, idx, OA, OB, extra
         self.status = status
         if width > 1:
             self.ws = [_lane_workspace(d, t, width, dt > 0.0) for t in range(nthreads)]
-            self.tag = (0.0,) * width
-            w = self.ws[0]
-            self.entry = _lanes_entry(width, self._args(w, 0, 0))
+            self.tag = _TAGS[width]
+            self.entry = _LANES_ENTRY.get(width) or _lanes_entry(width, self._args(self.ws[0], 0, 0))
         else:
             nx, nj = 2 * d.nv, d.nj
             self.fbs = np.tile(d.fb, (nthreads, 1))           # a workspace per thread, for this call only
@@ -322,9 +357,11 @@ class FreeLanes:
         if self.width == 1:
             _one_by_one(self.d.ib, self.fbs[t], self.Q, self.V, self.T, self.idx, self.OA, self.OB, self.status,
                         self.dt, self.SA[t], self.SB[t], lo, hi, self.extra)
+            self.failed = True      # (the statuses tell)
             return
         w = self.ws[t]
         if self.entry(*self._args(w, lo, hi)):
+            self.failed = True
             redo_failed_groups(self.status, lo, hi, self.width, lambda a, b: _one_by_one(
                 self.d.ib, w.fb1, self.Q, self.V, self.T, self.idx, self.OA, self.OB, self.status, self.dt, w.SA,
                 w.SB, a, b, self.extra))

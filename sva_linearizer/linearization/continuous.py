@@ -90,12 +90,17 @@ def _out_arrays(out, shape_A, shape_B):
         A, B = out
     except (TypeError, ValueError):
         raise ValueError("out must be a pair (A, B) of float64 arrays") from None
+    if (type(A) is _ndarray and type(B) is _ndarray and A.dtype is _FLOAT64 and B.dtype is _FLOAT64
+            and A.shape == shape_A and B.shape == shape_B and A.flags.carray and B.flags.carray):
+        if np.may_share_memory(A, B):      # (exact for two C-contiguous arrays: overlapping extents)
+            raise ValueError("out: A and B must not overlap")
+        return A, B
     for name, X, shape in (("A", A, shape_A), ("B", B, shape_B)):
         if (not isinstance(X, np.ndarray) or X.shape != shape or X.dtype != np.float64
                 or not X.flags.c_contiguous or not X.flags.writeable):
             raise ValueError(f"out: {name} must be a writeable C-contiguous float64 array of shape "
                              f"{shape}")
-    if np.shares_memory(A, B):
+    if np.may_share_memory(A, B):      # (exact for two C-contiguous arrays: overlapping extents)
         raise ValueError("out: A and B must not overlap")
     return A, B
 

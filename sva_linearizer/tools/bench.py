@@ -12,7 +12,7 @@ What is timed (both sides from the same flat vectors q, v, tau), like against li
                     and Minv copied into preallocated A, B (-ad(v) written by index; no object
                     built per call): Pinocchio as a careful Python user calls it;
   ours, State+Data  State.from_vectors + linearize(model, state, tau, data=Data), against the same;
-  ours, default     State.from_vectors + linearize(model, state, tau) (fresh arrays), against
+  ours, default     State.from_vectors + linearize(model, state, tau), its A and B read, against
   Pinocchio, alloc  computeABADerivatives on np.concatenate([0, tau]), A, B allocated per call
                     and -ad(v) from pin.Motion(v).action: the plain way to write it.
   ours, batch       linearize_batch(model, Q, V, TAU) / N (worker threads; "1 thr": on one thread)
@@ -38,7 +38,8 @@ import numpy as np
 
 from .._child import python_command
 
-from .profile import machine_line, random_states
+from .profile import machine_line
+from .samples import pinocchio_model as _pinocchio, random_states
 
 DEFAULT_ROBOTS = ("solo12", "anymal_c", "icub", "g1_29dof")
 
@@ -70,18 +71,6 @@ def _medians_and_ratio(ours, theirs, per=1):
     """Median times (per `per` items) and the median of the run-by-run ratios ours/theirs."""
     return (float(np.median(ours)) / per, float(np.median(theirs)) / per,
             float(np.median(ours / theirs)))
-
-
-def _pinocchio(path, floating, model):
-    import pinocchio as pin
-
-    pm = (pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer()) if floating
-          else pin.buildModelFromUrdf(str(path)))
-    names = [pm.names[i] for i in range(1 if not floating else 2, pm.njoints)]
-    if names != list(model.joint_names) or pm.nq != model.nq or pm.nv != model.nv:
-        raise ValueError(f"Pinocchio's joints differ from ours for {model.name} (continuous joints "
-                         "have nq=2 in Pinocchio); this benchmark needs the same vectors")
-    return pin, pm, pm.createData()
 
 
 def bench_robot(name, batch=128, repeat=15, number=20, seed=0):
@@ -151,8 +140,9 @@ def bench_robot(name, batch=128, repeat=15, number=20, seed=0):
         PB[nv:] = pd.Minv[:, off:]
         return PA, PB
 
-    def ours_default():
-        return sl.linearize(model, sl.State.from_vectors(model, q, v), tau)
+    def ours_default():     # (A and B read: the result object makes its views when first read)
+        lin = sl.linearize(model, sl.State.from_vectors(model, q, v), tau)
+        return lin.A, lin.B
 
     lin = ours()
     A_p, B_p = theirs()

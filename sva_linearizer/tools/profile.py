@@ -41,6 +41,7 @@ import time
 import numpy as np
 
 from .._child import python_command
+from .samples import random_states
 
 
 STAGES = ("prepare", "EIDAmb bias", "IMMAmb", "nu_dot", "EIDAmb acc", "IDSVA", "assembly")
@@ -365,20 +366,6 @@ def machine_peak() -> dict:
             "simd_peak": None if ghz is None else ghz * per_cycle * width}
 
 
-def random_states(model, n, seed=0):
-    """n random states as flat vectors: positions in [-1, 1], unit quaternions, velocities and
-    torques ~ N(0, 1)."""
-    rng = np.random.default_rng(seed)
-    Q = np.zeros((n, model.nq))
-    if model.floating_base:
-        Q[:, 0:3] = rng.normal(size=(n, 3))
-        quat = rng.normal(size=(n, 4))
-        Q[:, 3:7] = quat / np.linalg.norm(quat, axis=1, keepdims=True)
-    Q[:, model.nq - model.nj:] = rng.uniform(-1.0, 1.0, (n, model.nj))
-    return Q, rng.normal(size=(n, model.nv)), rng.normal(size=(n, model.nj))
-
-
-
 def machine_line(peak: dict | None = None) -> str:
     """One line naming this machine's CPU, for the bench's and the profile's headers."""
     peak = peak or machine_peak()
@@ -422,6 +409,15 @@ def cmd_profile(args) -> int:
     print(f"one core's double peak at the nominal clock: "
           f"{peak['scalar_peak']:.1f} GFLOP/s scalar, {peak['simd_peak']:.1f} GFLOP/s with "
           f"{peak['simd_doubles']}-wide SIMD (2 FMA units assumed)" if peak["ghz"] else "CPU clock unknown")
+    if args.horizon:
+        from .horizon_bounds import horizon_bounds, print_bounds
+
+        rows = [horizon_bounds(robot, args.horizon, args.runs) for robot in args.robots]
+        print_bounds(rows)
+        if args.json:
+            with open(args.json, "w") as fh:
+                json.dump({"peak": peak, "horizon": rows}, fh, indent=1)
+        return 0
     if args.asm:
         from .._lanes import lane_width
 
@@ -458,4 +454,8 @@ def add_subcommand(sub) -> None:
     p.add_argument("--asm", action="store_true",
                    help="instead: count the vector instructions in the pipeline's machine code, compiled for "
                         "one state and for linearize_batch's lanes (about two minutes)")
+    p.add_argument("--horizon", type=int, default=0, metavar="N",
+                   help="instead: a horizon of N states taken apart, per state on one thread: linearize_batch, "
+                        "its lane pipeline alone, its copy-out alone, numpy copying the same bytes, its Python, "
+                        "Pinocchio's bare loop")
     p.set_defaults(func=cmd_profile)
