@@ -140,7 +140,7 @@ def bench_robot(name, batch=128, repeat=15, number=20, seed=0):
         PB[nv:] = pd.Minv[:, off:]
         return PA, PB
 
-    def ours_default():     # (A and B read: the result object makes its views when first read)
+    def ours_default():     # (A and B read, as Pinocchio's side returns its arrays)
         lin = sl.linearize(model, sl.State.from_vectors(model, q, v), tau)
         return lin.A, lin.B
 

@@ -74,10 +74,9 @@ def horizon_bounds(robot: str, horizon: int = 64, runs: int = 15, number: int = 
     import sva_linearizer as sl
 
     from .._jit import compiled, decide_groups
-    from .._lanes import lane_width
+    from .._lanes import LaneExtras, lane_width
     from ..data import get_data
     from ..linearization.batch import FreeLanes, _lane_workspace
-    from .._lanes import LaneExtras
     from ..robots import load_robot, robot_urdf_path
     from .samples import pinocchio_model, random_states
 
