@@ -49,13 +49,14 @@ from .._lanes import (LaneExtras, aligned_empty, as_lanes, chunk_size, copy_out,
                       redo_failed_groups)
 
 COMPILE_GROUP = "batch"     # the compile group of this module's kernels (_jit)
-_ndarray = np.ndarray
 from ..coupling import is_coupled
 from ..data import check_fits, get_data
 from ..layout import views
 from .continuous import _out_arrays, linearize, linearize_entry, linearize_state, status_error
 from .discrete import check_dt
 from .with_contacts import batch_contacts
+
+_ndarray = np.ndarray
 
 _pool = None
 _pool_lock = threading.Lock()
