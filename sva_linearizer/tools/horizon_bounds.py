@@ -73,7 +73,7 @@ def horizon_bounds(robot: str, horizon: int = 64, runs: int = 15, number: int = 
     None without it), "ratio": part / Pinocchio}."""
     import sva_linearizer as sl
 
-    from .._jit import compiled, decide_groups
+    from .._jit import wait_until_compiled
     from .._lanes import LaneExtras, lane_width
     from ..data import get_data
     from ..linearization.batch import FreeLanes, _lane_workspace
@@ -81,10 +81,9 @@ def horizon_bounds(robot: str, horizon: int = 64, runs: int = 15, number: int = 
     from .samples import pinocchio_model, random_states
 
     model = load_robot(robot)
-    decide_groups("batch")
-    if not compiled("batch"):
-        raise RuntimeError("profile --horizon: the batch kernels are not compiled yet (run `sva-linearizer "
-                           "compile` first)")
+    if not wait_until_compiled("batch"):       # (compiles the group first where it is cold)
+        raise ValueError("profile --horizon: the batch kernels are not compiled (numba is missing, or "
+                           "their compile failed: `sva-linearizer compile --status`)")
     old = os.environ.get("SVA_LINEARIZER_NUM_THREADS")
     os.environ["SVA_LINEARIZER_NUM_THREADS"] = "1"
     try:
