@@ -83,7 +83,7 @@ def horizon_bounds(robot: str, horizon: int = 64, runs: int = 15, number: int = 
     model = load_robot(robot)
     if not wait_until_compiled("batch"):       # (compiles the group first where it is cold)
         raise ValueError("profile --horizon: the batch kernels are not compiled (numba is missing, or "
-                           "their compile failed: `sva-linearizer compile --status`)")
+                         "their compile failed: `sva-linearizer compile --status`)")
     old = os.environ.get("SVA_LINEARIZER_NUM_THREADS")
     os.environ["SVA_LINEARIZER_NUM_THREADS"] = "1"
     try:
