@@ -327,6 +327,29 @@ def test_profile_horizon_times_the_parts_that_give_the_batchs_outputs(capsys):
     assert any(line.startswith("solo12") for line in out.splitlines())
 
 
+@pytest.mark.skipif(not HAVE_NUMBA, reason="the horizon's parts are lane kernels (numba's)")
+def test_profile_horizon_without_pinocchio_writes_its_parts_and_null_ratios(tmp_path, monkeypatch, capsys):
+    """Without Pinocchio, `profile --horizon --json` still times and prints every part of the
+    batch, and writes Pinocchio and every ratio as null (docs/performance.md's JSON)."""
+    import json
+
+    from sva_linearizer.cli import main
+    from sva_linearizer.tools import samples
+    from sva_linearizer.tools.horizon_bounds import PARTS
+
+    def no_pinocchio(*args):
+        raise ImportError("no module named 'pinocchio'")
+
+    monkeypatch.setattr(samples, "pinocchio_model", no_pinocchio)
+    out = tmp_path / "h.json"
+    assert main(["profile", "ur5", "--horizon", "9", "--runs", "3", "--json", str(out)]) == 0
+    assert any(line.startswith("ur5") for line in capsys.readouterr().out.splitlines())
+    row = json.loads(out.read_text())["horizon"][0]
+    assert row["Pinocchio"] is None and set(row["ratio"]) == set(PARTS)
+    assert all(v is None for v in row["ratio"].values())
+    assert all(row[p] > 0 for p in PARTS if p not in ("Pinocchio", "Python")) and row["Python"] >= 0
+
+
 def test_read_only_inputs_give_the_same_numbers_and_compile_nothing():
     """numba compiles a kernel once per argument type, and a read-only array (np.frombuffer, a ROS
     message's array, a view of a read-only batch) is another type than a writeable one: before

@@ -69,8 +69,9 @@ def _best_us(fn, runs: int, number: int) -> float:
 
 def horizon_bounds(robot: str, horizon: int = 64, runs: int = 15, number: int = 10, seed: int = 0) -> dict:
     """The parts' times per state (us) for `robot` on a horizon of random states, one thread:
-    {"robot", "nv", "lanes", "out_kb" (A and B per state), part: us for each of PARTS (Pinocchio:
-    None without it), "ratio": part / Pinocchio}."""
+    {"robot", "nv", "lanes", "horizon", "out_kb" (A and B per state, 1000 bytes), part: us for each
+    of PARTS (Pinocchio: None without it), "ratio": {part: part / Pinocchio for each of PARTS (None
+    without Pinocchio)}}."""
     import sva_linearizer as sl
 
     from .._jit import wait_until_compiled
@@ -130,7 +131,7 @@ def horizon_bounds(robot: str, horizon: int = 64, runs: int = 15, number: int = 
         pin_us = us.get("Pinocchio")
         out = {"robot": robot, "nv": nv, "lanes": width, "horizon": N,
                "out_kb": 8 * (OA[0].size + OB[0].size) / 1e3,
-               "ratio": {k: (v / pin_us if pin_us else None) for k, v in us.items()}}
+               "ratio": {k: (us[k] / pin_us if pin_us and k in us else None) for k in PARTS}}
         out.update({k: us.get(k) for k in PARTS})
         return out
     finally:
