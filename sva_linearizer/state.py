@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from ._lanes import all_lanes, any_lane
-from ._jit import direct, is_direct, njit
+from ._jit import DirectEntry, njit
 from ._arrays import kernel_array, real_array
 from .spatial import matrix_to_quat, quat_to_matrix
 
@@ -95,7 +95,7 @@ class State:
         else:
             q = np.array(as_vector("q", q, nq))
             v = np.array(as_vector("v", v, nv))
-        if (_CHECK or _direct_check())(q, v, floating) == 1:   # check_state_vectors, on the copies
+        if (_CHECK.code or _CHECK.get())(q, v, floating) == 1:   # check_state_vectors, on the copies
             raise input_error(model, q, v)
         st = _new(cls)
         st.nj = nj                  # (one assignment each: a tuple assignment builds the tuple)
@@ -116,7 +116,7 @@ class State:
     @q.setter
     def q(self, value):
         q = np.array(as_vector("q", value, self._q.shape[0]))
-        if (_CHECK or _direct_check())(q, self._v, self.floating_base) == 1:   # (q is finite)
+        if (_CHECK.code or _CHECK.get())(q, self._v, self.floating_base) == 1:   # (q is finite)
             unit_quaternion(q[3:7], "q[3:7] (base quaternion x, y, z, w)")   # raises, naming it
             raise ValueError("q: not a valid state vector")   # pragma: no cover - they agree
         self._q = q
@@ -250,13 +250,6 @@ def check_state_vectors(q, v, floating):
     return status
 
 
-_CHECK = None   # check_state_vectors called directly on its one signature (State's own copies)
-
-
-def _direct_check():
-    global _CHECK
-    entry = direct(check_state_vectors, np.zeros(7), np.zeros(6), True)
-    if is_direct(entry, check_state_vectors):
-        _CHECK = entry
-    return entry
+# check_state_vectors called directly on its one signature (a State's own copies: _jit.DirectEntry)
+_CHECK = DirectEntry(check_state_vectors, np.zeros(7), np.zeros(6), True)
 

@@ -22,7 +22,7 @@ from numpy.typing import ArrayLike
 if TYPE_CHECKING:
     from ..model import Model
 
-from .._jit import direct, is_direct, njit
+from .._jit import DirectEntry, njit
 from ..algorithms.common import BAD_INPUT, NOT_FINITE, check_state, singular_mass_matrix_error
 from ..algorithms.constrained_dynamics import free_acceleration
 from ..algorithms.kinematics import fill_custom, prepare
@@ -67,20 +67,12 @@ def linearize_entry_data(ib, fb, q, vel, tau, dt):
     return linearize_state(m, d, q, vel, tau, d.A, d.B, dt, d.Ad, d.Bd)
 
 
-_ENTRY_DATA = None   # linearize_entry_data without numba's dispatch (_jit.direct)
-
-
-def _direct_entry():
-    """linearize_entry_data's compiled code for its one signature: the Data's two buffers, three
-    C-contiguous, aligned, writeable float64 vectors and a float, which is what linearize and
-    linearize_flat pass (a State's own q, v; tau and flat vectors through `_is_vector`'s test
-    or a copy)."""
-    global _ENTRY_DATA
-    f = np.zeros(1)
-    entry = direct(linearize_entry_data, np.zeros(1, dtype=np.int64), f, f, f, f, 0.0)
-    if is_direct(entry, linearize_entry_data):
-        _ENTRY_DATA = entry
-    return entry
+# linearize_entry_data's compiled code for its one signature, called without numba's dispatch
+# (_jit.DirectEntry): the Data's two buffers, three C-contiguous, aligned, writeable float64 vectors
+# and a float, which is what linearize and linearize_flat pass (a State's own q, v; tau and flat
+# vectors through `_is_vector`'s test or a copy)
+_ENTRY_DATA = DirectEntry(linearize_entry_data, np.zeros(1, dtype=np.int64), np.zeros(1), np.zeros(1),
+                          np.zeros(1), np.zeros(1), 0.0)
 
 
 def _out_arrays(out, shape_A, shape_B):
@@ -155,7 +147,7 @@ def linearize(model: Model, state: State, tau: ArrayLike, *, data: Data | None =
     if data is not None and out is None and dt is None and not d.custom:
         # the control-loop call, into the caller's Data: nothing to mark busy (get_data never
         # hands out a caller's Data), nothing to copy
-        status = (_ENTRY_DATA or _direct_entry())(d.ib, d.fb, state._q, state._v, tau, 0.0)
+        status = (_ENTRY_DATA.code or _ENTRY_DATA.get())(d.ib, d.fb, state._q, state._v, tau, 0.0)
         if status != 0:
             raise status_error(model, d, status, state._q, state._v, tau, d.A, d.B)
         # the Data's own result object (its arrays are the Data's views in any case), every
@@ -179,7 +171,7 @@ def linearize(model: Model, state: State, tau: ArrayLike, *, data: Data | None =
             fill_custom(d, state.s)
         if out is None:                 # into the Data's A, B (Ad, Bd)
             A, B, Ad, Bd = d.A, d.B, d.Ad, d.Bd
-            status = (_ENTRY_DATA or _direct_entry())(d.ib, d.fb, state._q, state._v, tau, dtv)
+            status = (_ENTRY_DATA.code or _ENTRY_DATA.get())(d.ib, d.fb, state._q, state._v, tau, dtv)
         else:
             A, B = _out_arrays(out, (2 * d.nv, 2 * d.nv), (2 * d.nv, d.nj))
             Ad, Bd = (A, B) if dt is None else (d.Ad, d.Bd)
@@ -226,7 +218,7 @@ def linearize_flat(model: Model, q: np.ndarray, v: np.ndarray, tau: np.ndarray, 
         tau = as_vector("tau", tau, nj)
     if data.custom:
         fill_custom(data, q[nq - nj:])
-    status = (_ENTRY_DATA or _direct_entry())(data.ib, data.fb, q, v, tau, 0.0)   # (_is_vector'ed)
+    status = (_ENTRY_DATA.code or _ENTRY_DATA.get())(data.ib, data.fb, q, v, tau, 0.0)   # (_is_vector'ed)
     if status != 0:
         raise status_error(model, data, status, q, v, tau, data.A, data.B)
     return data.A, data.B

@@ -24,7 +24,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .._arrays import kernel_array, real_array
-from .._jit import compiled, decide_groups, direct, is_direct
+from .._jit import DirectEntry, compiled, decide_groups
 from .._lanes import LaneExtras, chunk_size, lane_width
 from ..algorithms.common import all_finite
 from ..algorithms.constrained_dynamics import contact_plan
@@ -250,20 +250,10 @@ def _touchdowns(model, V, rigid, loops, schedule, rows, out) -> None:
 
 
 _BITS = np.int64(1) << np.arange(63, dtype=np.int64)     # a contact set's bits
-_NEXT_STATES = None      # discrete.next_states without numba's dispatch (_jit.direct)
-
-
-def _next_states():
-    """next_states's compiled code for the arrays the horizon passes (C-contiguous float64 rows),
-    called without numba's type dispatch."""
-    global _NEXT_STATES
-    if _NEXT_STATES is not None:
-        return _NEXT_STATES
-    x = np.zeros((1, 1))
-    entry = direct(next_states, x, x, x, 0.0, True, x, x)
-    if is_direct(entry, next_states):
-        _NEXT_STATES = entry
-    return entry
+# discrete.next_states's compiled code for the arrays the horizon passes (C-contiguous float64
+# rows), called without numba's type dispatch (_jit.DirectEntry)
+_NEXT_STATES = DirectEntry(next_states, np.zeros((1, 1)), np.zeros((1, 1)), np.zeros((1, 1)), 0.0, True,
+                           np.zeros((1, 1)), np.zeros((1, 1)))
 
 
 def _allocate(N, nv, nq, nj, nx, nw, m, with_dt, with_touchdowns, schedule, rows, columns) -> Horizon:
@@ -445,7 +435,8 @@ def _lanes_path(model, Q, V, T, dt, rigid, loops, inputs, schedule, rows, column
     bad = sorted(order[np.flatnonzero(status)].tolist()) if status.any() else []
     if dt and not bad:
         try:
-            _next_states()(Q, V, out.nu_dot, dt, model.floating_base, out.q_next, out.v_next)
+            (_NEXT_STATES.code or _NEXT_STATES.get())(Q, V, out.nu_dot, dt, model.floating_base, out.q_next,
+                                                      out.v_next)
             if not (all_finite(out.q_next) and all_finite(out.v_next)):
                 bad = np.flatnonzero(~(np.isfinite(out.q_next).all(axis=1) & np.isfinite(out.v_next).all(axis=1))
                                      ).tolist()

@@ -109,9 +109,9 @@ def time_stages(model, reps: int = 200, runs: int = 15, seed: int = 0) -> dict:
     numba's dispatch into it and of the Python around it (sl.linearize with data=)."""
     import sva_linearizer as sl
 
-    from ..linearization.continuous import _direct_entry
+    from ..linearization.continuous import _ENTRY_DATA
 
-    linearize_entry_data = _direct_entry()   # the compiled call, as linearize makes it
+    linearize_entry_data = _ENTRY_DATA.code or _ENTRY_DATA.get()   # the compiled call, as linearize makes it
     stage_loop = _loops()
     Q, V, T = random_states(model, 1, seed)
     state = sl.State.from_vectors(model, Q[0], V[0])
